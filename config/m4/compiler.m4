@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: Apache-2.0
+# Compiler flags: C++20, warnings, and the debug / sanitizer build variants.
+AC_DEFUN([MC_COMPILER_FLAGS], [
+  AC_LANG_PUSH([C++])
+  mc_save_CXXFLAGS="$CXXFLAGS"
+  CXXFLAGS="$CXXFLAGS -std=c++20"
+  AC_MSG_CHECKING([whether $CXX accepts -std=c++20])
+  AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <span>
+#include <concepts>]], [[std::span<int> s; (void)s;]])],
+    [AC_MSG_RESULT([yes])],
+    [AC_MSG_RESULT([no]); AC_MSG_ERROR([a C++20 compiler is required (g++ >= 11 or clang >= 14)])])
+  CXXFLAGS="$mc_save_CXXFLAGS"
+  AC_LANG_POP([C++])
+
+  BASE_CXXFLAGS="-std=c++20 -Wall -Wextra -Wno-missing-field-initializers -fno-strict-aliasing"
+
+  AC_ARG_ENABLE([debug],
+    [AS_HELP_STRING([--enable-debug], [assertions and leak reports, -O0 -g])],
+    [], [enable_debug=no])
+  AS_IF([test "$enable_debug" = yes],
+    [BASE_CXXFLAGS="$BASE_CXXFLAGS -O0 -g3 -DMC_DEBUG=1"; mc_build_kind=debug],
+    [BASE_CXXFLAGS="$BASE_CXXFLAGS -O2 -g -DNDEBUG"; mc_build_kind=release])
+
+  mc_sanitizers=""
+  AC_ARG_ENABLE([asan], [AS_HELP_STRING([--enable-asan], [build with AddressSanitizer])],
+    [], [enable_asan=no])
+  AC_ARG_ENABLE([ubsan], [AS_HELP_STRING([--enable-ubsan], [build with UndefinedBehaviorSanitizer])],
+    [], [enable_ubsan=no])
+  AC_ARG_ENABLE([tsan], [AS_HELP_STRING([--enable-tsan], [build with ThreadSanitizer])],
+    [], [enable_tsan=no])
+  AS_IF([test "$enable_tsan" = yes && test "$enable_asan" = yes],
+        [AC_MSG_ERROR([--enable-tsan and --enable-asan cannot be combined])])
+  AS_IF([test "$enable_asan" = yes], [mc_sanitizers="$mc_sanitizers,address"])
+  AS_IF([test "$enable_ubsan" = yes], [mc_sanitizers="$mc_sanitizers,undefined"])
+  AS_IF([test "$enable_tsan" = yes], [mc_sanitizers="$mc_sanitizers,thread"])
+  mc_sanitizers="${mc_sanitizers#,}"
+  SAN_FLAGS=""
+  AS_IF([test -n "$mc_sanitizers"],
+    [SAN_FLAGS="-fsanitize=$mc_sanitizers -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+     mc_build_kind="$mc_build_kind+$mc_sanitizers"])
+  BASE_CXXFLAGS="$BASE_CXXFLAGS $SAN_FLAGS"
+  BASE_LDFLAGS="$SAN_FLAGS"
+
+  AC_ARG_ENABLE([werror], [AS_HELP_STRING([--enable-werror], [treat warnings as errors (CI)])],
+    [], [enable_werror=no])
+  AS_IF([test "$enable_werror" = yes], [BASE_CXXFLAGS="$BASE_CXXFLAGS -Werror"])
+
+  AC_SUBST([BASE_CXXFLAGS])
+  AC_SUBST([BASE_LDFLAGS])
+  AC_DEFINE_UNQUOTED([MC_BUILD_KIND], ["$mc_build_kind"], [release, debug, and sanitizers])
+])

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// The process-wide list of configuration tables: what mc_info prints, and what
+// an MC_* variable is checked against.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ucs/config/table.h"
+
+namespace mc::ucs::config {
+
+/// An MC_* setting that no registered table declares.
+struct UnknownVar {
+  std::string name;
+  std::string origin;      ///< "environment" or "<file>:<line>"
+  std::string suggestion;  ///< closest known name, or empty
+};
+
+/// Tables register here explicitly when their layer or module starts (never
+/// from a static constructor). Thread-safe.
+class Registry {
+ public:
+  /// The process-wide registry, holding the UCS tables from the start.
+  static Registry& instance();
+
+  /// Adds `table` (which must outlive the process's use of the registry)
+  /// once; a second call with the same table is ignored.
+  template <typename Obj>
+  void add(const Table& table) {
+    add_entry(&table, [&table](std::ostream& os, const Sources& sources, bool full) {
+      Obj obj{};
+      std::string error;
+      Origins origins;
+      if (is_error(table.read(&obj, sources, &error, &origins))) {
+        os << "# " << table.name() << ": " << error << "\n";
+        return;
+      }
+      table.print(os, &obj, full, &origins);
+    });
+  }
+
+  /// Every registered table, in registration order.
+  std::vector<const Table*> tables() const;
+
+  /// Prints every table's current values (mc_info -c; -f with docs).
+  void print(std::ostream& os, const Sources& sources, bool full) const;
+
+  /// Markdown reference of every knob, grouped by table (README).
+  void print_markdown(std::ostream& os) const;
+
+  /// MC_* names in `sources` that no table declares, with a suggestion.
+  std::vector<UnknownVar> find_unknown(const Sources& sources) const;
+
+  /// Logs each unknown variable of `sources` at warn level, once per process.
+  void warn_unknown(const Sources& sources) const;
+
+ private:
+  using Printer = std::function<void(std::ostream&, const Sources&, bool)>;
+  struct Entry {
+    const Table* table;
+    Printer print;
+  };
+  void add_entry(const Table* table, Printer print);
+
+  mutable std::mutex lock_;  // guards entries_ and warned_
+  std::vector<Entry> entries_;
+  mutable std::vector<std::string> warned_;
+};
+
+/// Edit distance, for "did you mean" suggestions.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+}  // namespace mc::ucs::config

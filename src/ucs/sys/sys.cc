@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host identity, page sizes, CPU count, free ports.
+#include "ucs/sys/sys.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <functional>
+
+#include "ucs/log/log.h"
+
+namespace mc::ucs {
+
+namespace {
+
+uint64_t ns_inode(const char* path) {
+  struct stat st {};
+  return stat(path, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+std::string read_first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+bool HostIdentity::shares_memory_with(const HostIdentity& other) const {
+  return boot_id == other.boot_id && ipc_ns == other.ipc_ns && mnt_ns == other.mnt_ns;
+}
+
+bool HostIdentity::shares_network_with(const HostIdentity& other) const {
+  return boot_id == other.boot_id && net_ns == other.net_ns;
+}
+
+const HostIdentity& host_identity() {
+  static const HostIdentity id = [] {
+    HostIdentity h;
+    char name[256] = {};
+    if (gethostname(name, sizeof(name) - 1) == 0) h.hostname = name;
+    for (char c : read_first_line("/proc/sys/kernel/random/boot_id")) {
+      if (c != '-') h.boot_id += c;
+    }
+    if (h.boot_id.empty()) {
+      MC_LOG(warn) << "cannot read /proc/sys/kernel/random/boot_id; same-host detection "
+                      "falls back to the host name";
+      h.boot_id = h.hostname;
+    }
+    h.net_ns = ns_inode("/proc/self/ns/net");
+    h.ipc_ns = ns_inode("/proc/self/ns/ipc");
+    h.mnt_ns = ns_inode("/proc/self/ns/mnt");
+    return h;
+  }();
+  return id;
+}
+
+uint64_t boot_id_hash() {
+  // FNV-1a: stable across processes and builds, unlike std::hash.
+  uint64_t h = 1469598103934665603ull;
+  for (char c : host_identity().boot_id) {
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  }
+  return h;
+}
+
+size_t page_size() {
+  static const size_t size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+size_t huge_page_size() {
+  static const size_t size = [] {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    size_t value = 0;
+    std::string unit;
+    while (in >> key >> value) {
+      std::getline(in, unit);
+      if (key == "Hugepagesize:") return value * 1024;
+    }
+    return size_t{0};
+  }();
+  return size;
+}
+
+unsigned cpu_count() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<unsigned>(n) : 1;
+}
+
+Result<uint16_t> find_free_tcp_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    MC_LOG(error) << "socket() failed: " << errno_string(errno);
+    return Status::IoError;
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  uint16_t port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  } else {
+    MC_LOG(error) << "cannot bind a free port on 127.0.0.1: " << errno_string(errno);
+  }
+  close(fd);
+  if (port == 0) return Status::IoError;
+  return port;
+}
+
+std::string errno_string(int err) {
+  char buf[256];
+  // GNU strerror_r may return a static string instead of filling buf.
+  const char* text = strerror_r(err, buf, sizeof(buf));
+  return text;
+}
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace mc::ucs

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host facts: identity for same-host reachability, page sizes, CPUs, ports.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ucs/status/status.h"
+
+namespace mc::ucs {
+
+/// What makes two processes "on the same host" for shared memory and
+/// loopback: the same boot and the same namespaces.
+struct HostIdentity {
+  std::string hostname;
+  std::string boot_id;  ///< /proc/sys/kernel/random/boot_id, without dashes
+  uint64_t net_ns = 0;  ///< inode of /proc/self/ns/net
+  uint64_t ipc_ns = 0;  ///< inode of /proc/self/ns/ipc (System V and POSIX shm)
+  uint64_t mnt_ns = 0;  ///< inode of /proc/self/ns/mnt (/dev/shm visibility)
+
+  /// Same boot and same IPC and mount namespaces: shared memory works.
+  bool shares_memory_with(const HostIdentity& other) const;
+  /// Same boot and same network namespace: loopback addresses reach.
+  bool shares_network_with(const HostIdentity& other) const;
+};
+
+/// This process's identity, read once and cached.
+const HostIdentity& host_identity();
+
+/// A 64-bit digest of the boot id, for compact packed addresses.
+uint64_t boot_id_hash();
+
+/// The system page size in bytes.
+size_t page_size();
+
+/// The default huge page size in bytes, or 0 when huge pages are unavailable.
+size_t huge_page_size();
+
+/// Online CPUs.
+unsigned cpu_count();
+
+/// A TCP port on 127.0.0.1 free at the time of the call (tests and tools).
+Result<uint16_t> find_free_tcp_port();
+
+/// strerror(err) as a std::string, thread-safe.
+std::string errno_string(int err);
+
+/// Monotonic time in nanoseconds.
+uint64_t monotonic_ns();
+
+}  // namespace mc::ucs
