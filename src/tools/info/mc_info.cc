@@ -1,1 +1,147 @@
-int main() { return 0; }
+// SPDX-License-Identifier: Apache-2.0
+// mc_info: what mc found and loaded on this machine, and every configuration
+// knob with its value and documentation.
+#include <getopt.h>
+
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+
+#include "config.h"
+#include "ucs/config/registry.h"
+#include "ucs/log/log.h"
+#include "ucs/module/module_loader.h"
+#include "ucs/sys/sys.h"
+#include "ucs/topo/topo.h"
+
+namespace {
+
+using namespace mc;
+
+void usage(const char* prog) {
+  std::printf(
+      "Usage: %s [options]\n"
+      "With no option: version, modules and configuration.\n"
+      "  -v   version and build\n"
+      "  -m   modules: path, load result, ABI, build tag, and why a module failed\n"
+      "  -c   configuration: every MC_* variable with its value\n"
+      "  -f   configuration with documentation, syntax, default and origin (implies -c)\n"
+      "  -M   configuration reference as Markdown (README)\n"
+      "  -T   topology: NUMA nodes, NICs, GPUs, and the NIC priority matrix\n"
+      "  -s   system: host identity used for same-host reachability\n"
+      "  -h   this help\n",
+      prog);
+}
+
+void print_version() {
+  std::cout << "# mc version " << MC_VERSION << " (" << MC_BUILD_KIND << ")\n"
+            << "# module ABI " << MC_MODULE_ABI_VERSION << ", build tag " << MC_MODULE_BUILD_TAG
+            << "\n"
+            << "# libmc_ucs: " << ucs::ucs_library_path() << "\n";
+  const std::vector<std::string> copies = ucs::loaded_ucs_copies();
+  if (copies.size() > 1) {
+    std::cout << "# ERROR: " << copies.size() << " copies of libmc_ucs are loaded:";
+    for (const std::string& c : copies) std::cout << " " << c;
+    std::cout << "\n";
+  }
+}
+
+void print_modules() {
+  ucs::ModuleLoader& loader = ucs::ModuleLoader::instance();
+  std::cout << "#\n# Module search path (in order):\n";
+  for (const std::string& d : loader.search_path()) std::cout << "#   " << d << "\n";
+  const std::vector<ucs::ModuleInfo> modules = loader.load_all();
+  std::cout << "#\n# Modules: " << modules.size() << " found\n";
+  if (modules.empty()) std::cout << "#   (none)\n";
+  for (const ucs::ModuleInfo& m : modules) {
+    std::cout << "#   " << std::left << std::setw(10) << m.kind << std::setw(14) << m.name
+              << std::setw(16) << ucs::module_state_name(m.state);
+    if (m.abi_version != 0) std::cout << "abi " << m.abi_version << "  ";
+    if (!m.build_tag.empty()) std::cout << "tag " << m.build_tag << "  ";
+    if (!m.version.empty()) std::cout << "version " << m.version << "  ";
+    std::cout << m.path << "\n";
+    if (!m.reason.empty()) std::cout << "#   " << std::string(24, ' ') << "reason: " << m.reason << "\n";
+  }
+}
+
+int print_config(bool full, bool markdown) {
+  ucs::config::Registry& registry = ucs::config::Registry::instance();
+  if (markdown) {
+    registry.print_markdown(std::cout);
+    return 0;
+  }
+  std::string error;
+  ucs::Result<ucs::config::Sources> sources = ucs::config::Sources::from_process(&error);
+  if (!sources.ok()) {
+    std::cerr << "mc_info: " << error << "\n";
+    return 1;
+  }
+  std::cout << "#\n# Configuration files read:";
+  for (const std::string& f : sources->files()) std::cout << " " << f;
+  if (sources->files().empty()) std::cout << " (none)";
+  std::cout << "\n";
+  registry.print(std::cout, *sources, full);
+  for (const ucs::config::UnknownVar& u : registry.find_unknown(*sources)) {
+    std::cout << "# WARNING: unknown variable " << u.name << " (from " << u.origin << ")"
+              << (u.suggestion.empty() ? "" : ", did you mean " + u.suggestion + "?") << "\n";
+  }
+  return 0;
+}
+
+int print_topology() {
+  ucs::Result<ucs::Topology> topo = ucs::Topology::discover();
+  if (!topo.ok()) {
+    std::cerr << "mc_info: topology discovery failed: " << ucs::status_string(topo.status())
+              << "\n";
+    return 1;
+  }
+  topo->print(std::cout);
+  std::cout << "# NIC priority matrix: " << topo->priority_matrix_json() << "\n";
+  return 0;
+}
+
+void print_system() {
+  const ucs::HostIdentity& id = ucs::host_identity();
+  std::cout << "# host " << id.hostname << ", boot id " << id.boot_id << "\n"
+            << "# namespaces: net " << id.net_ns << ", ipc " << id.ipc_ns << ", mnt " << id.mnt_ns
+            << "\n"
+            << "# cpus " << ucs::cpu_count() << ", page " << ucs::page_size() << " bytes, huge page "
+            << ucs::huge_page_size() << " bytes\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (ucs::is_error(ucs::log_init(argv[0]))) return 1;
+  bool version = false, modules = false, config = false, full = false, markdown = false;
+  bool topology = false, system = false;
+  int c;
+  while ((c = getopt(argc, argv, "vmcfMTsh")) != -1) {
+    switch (c) {
+      case 'v': version = true; break;
+      case 'm': modules = true; break;
+      case 'c': config = true; break;
+      case 'f': config = full = true; break;
+      case 'M': markdown = true; break;
+      case 'T': topology = true; break;
+      case 's': system = true; break;
+      case 'h': usage(argv[0]); return 0;
+      default: usage(argv[0]); return 2;
+    }
+  }
+  if (optind < argc) {
+    std::cerr << "mc_info: unexpected argument '" << argv[optind] << "'\n";
+    usage(argv[0]);
+    return 2;
+  }
+  if (markdown) return print_config(false, true);
+  if (!(version || modules || config || topology || system)) version = modules = config = true;
+
+  int rc = 0;
+  if (version) print_version();
+  if (system) print_system();
+  if (modules) print_modules();
+  if (topology) rc |= print_topology();
+  if (config) rc |= print_config(full, false);
+  return rc;
+}

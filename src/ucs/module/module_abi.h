@@ -13,7 +13,8 @@ extern "C" {
 
 /** Version of mc_module_desc_t and of the loader's contract with it. A module
  *  built for another version is refused with both versions named. */
-#define MC_MODULE_ABI_VERSION 1u
+#define MC_MODULE_ABI_VERSION_NUM 1
+#define MC_MODULE_ABI_VERSION ((uint32_t)MC_MODULE_ABI_VERSION_NUM)
 
 /** Name of the entry symbol each module exports. */
 #define MC_MODULE_ENTRY_SYMBOL "mc_module_entry"
@@ -35,7 +36,7 @@ extern "C" {
 
 /** Build tag: "abi<N>;<c++ runtime>". The loader requires an exact match. */
 #define MC_MODULE_BUILD_TAG \
-  "abi" MC_MODULE_STR_(MC_MODULE_ABI_VERSION) ";" MC_MODULE_CXX_RUNTIME
+  "abi" MC_MODULE_STR_(MC_MODULE_ABI_VERSION_NUM) ";" MC_MODULE_CXX_RUNTIME
 
 /** What a module's entry symbol returns. Fields are only ever appended;
  *  struct_size tells the loader which of them a module knows. */

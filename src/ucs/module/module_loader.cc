@@ -104,7 +104,8 @@ bool filter_allows(const config::AllowList& filter, std::string_view kind,
 }
 
 // Fills `info` from the module's descriptor, or says why it is refused.
-bool check_desc(const mc_module_desc_t* desc, std::string_view kind, ModuleInfo* info) {
+bool check_desc(const mc_module_desc_t* desc, std::string_view kind, uint32_t kind_version,
+                ModuleInfo* info) {
   info->abi_version = desc->abi_version;
   if (desc->abi_version != MC_MODULE_ABI_VERSION) {
     info->state = ModuleState::AbiMismatch;
@@ -132,6 +133,13 @@ bool check_desc(const mc_module_desc_t* desc, std::string_view kind, ModuleInfo*
     info->reason = std::string("declares ") + (desc->kind ? desc->kind : "(null)") + "/" +
                    (desc->name ? desc->name : "(null)") + " but its file name says " +
                    std::string(kind) + "/" + info->name;
+    return false;
+  }
+  if (kind_version != 0 && desc->kind_version != kind_version) {
+    info->state = ModuleState::AbiMismatch;
+    info->reason = "built for " + std::string(kind) + " interface version " +
+                   std::to_string(desc->kind_version) + ", this mc has version " +
+                   std::to_string(kind_version);
     return false;
   }
   if (!desc->create || !desc->destroy) {
@@ -192,7 +200,7 @@ ModuleLoader::~ModuleLoader() {
 }
 
 ModuleInfo ModuleLoader::load_file(const std::string& path, std::string_view kind,
-                                   std::string name) {
+                                   std::string name, uint32_t kind_version) {
   ModuleInfo info;
   info.kind = std::string(kind);
   info.name = std::move(name);
@@ -215,7 +223,7 @@ ModuleInfo ModuleLoader::load_file(const std::string& path, std::string_view kin
     dlclose(handle);
     return info;
   }
-  if (!check_desc(desc, kind, &info)) {
+  if (!check_desc(desc, kind, kind_version, &info)) {
     dlclose(handle);
     return info;
   }
@@ -232,7 +240,7 @@ ModuleInfo ModuleLoader::load_file(const std::string& path, std::string_view kin
   return info;
 }
 
-std::vector<ModuleInfo> ModuleLoader::load(std::string_view kind) {
+std::vector<ModuleInfo> ModuleLoader::load(std::string_view kind, uint32_t kind_version) {
   std::lock_guard guard(lock_);
   if (std::find(loaded_kinds_.begin(), loaded_kinds_.end(), kind) == loaded_kinds_.end()) {
     loaded_kinds_.emplace_back(kind);
@@ -250,7 +258,7 @@ std::vector<ModuleInfo> ModuleLoader::load(std::string_view kind) {
                             "excluded by MC_MODULES"};
         } else {
           seen.emplace_back(name, path);
-          info = load_file(path, kind, name);
+          info = load_file(path, kind, name, kind_version);
           if (info.state == ModuleState::Loaded) {
             MC_LOG(debug) << "loaded module " << kind << "/" << name << " from " << path;
           } else {

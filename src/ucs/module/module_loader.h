@@ -67,8 +67,10 @@ class ModuleLoader {
 
   /// Loads every module of `kind` on the first call; later calls return the
   /// same outcomes. A module that fails is reported once, at warn level, with
-  /// its reason, and the others load regardless.
-  std::vector<ModuleInfo> load(std::string_view kind);
+  /// its reason, and the others load regardless. A non-zero `kind_version`
+  /// refuses, before create(), modules built for another version of the
+  /// kind's interface (the first call for a kind decides).
+  std::vector<ModuleInfo> load(std::string_view kind, uint32_t kind_version = 0);
 
   /// Loads every kind found in the search path (file names libmc_<kind>_*.so)
   /// and returns every outcome (mc_info -m).
@@ -80,7 +82,8 @@ class ModuleLoader {
   const std::vector<std::string>& search_path() const { return dirs_; }
 
  private:
-  ModuleInfo load_file(const std::string& path, std::string_view kind, std::string name);
+  ModuleInfo load_file(const std::string& path, std::string_view kind, std::string name,
+                       uint32_t kind_version);
 
   std::vector<std::string> dirs_;
   config::AllowList filter_;

@@ -4,6 +4,7 @@
 
 #include <cassert>
 #include <cstdint>
+#include <ostream>
 #include <string_view>
 #include <utility>
 #include <variant>
@@ -36,6 +37,11 @@ enum class [[nodiscard]] Status : int8_t {
 
 /// Human-readable text of a status, e.g. "no resource". Never null.
 const char* status_string(Status status);
+
+/// Writes status_string(status), for logs and test failures.
+inline std::ostream& operator<<(std::ostream& os, Status status) {
+  return os << status_string(status);
+}
 
 /// True for every negative status.
 constexpr bool is_error(Status status) { return static_cast<int8_t>(status) < 0; }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs dependencies, builds mc and every test, runs them all, and ends
+# with one line: "summary: N passed, N failed, N skipped".
+#   BUILD_DIR=dir CONFIGURE_FLAGS="--enable-asan --enable-ubsan" contrib/run-tests.sh [--unit] [gtest args]
+# --unit runs only the unit tests (mc_gtest).
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${BUILD_DIR:-$top/build}
+unit_only=no
+if [ "${1:-}" = --unit ]; then unit_only=yes; shift; fi
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+
+"$top/contrib/install-deps.sh" || exit 1
+# Builds the tests and their helper modules without running them through
+# automake's harness, so their output is shown here.
+"$top/contrib/build.sh" check TESTS= || { echo "summary: 0 passed, 1 failed (build)"; exit 1; }
+
+passed=0; failed=0; skipped=0
+
+# Counts one gtest XML report into the totals.
+count_gtest() {
+  local xml=$1 t f e s
+  t=$(grep -o -m1 'tests="[0-9]*"' "$xml" | grep -o '[0-9]*')
+  f=$(grep -o -m1 'failures="[0-9]*"' "$xml" | grep -o '[0-9]*')
+  e=$(grep -o -m1 'errors="[0-9]*"' "$xml" | grep -o '[0-9]*')
+  s=$(grep -c 'result="skipped"' "$xml")
+  failed=$((failed + f + e))
+  skipped=$((skipped + s))
+  passed=$((passed + t - f - e - s))
+}
+
+echo
+echo "=== unit tests (mc_gtest) ==="
+"$build_dir/test/gtest/mc_gtest" --gtest_output="xml:$results/gtest.xml" "$@"
+rc=$?
+if [ -f "$results/gtest.xml" ]; then
+  count_gtest "$results/gtest.xml"
+else
+  echo "mc_gtest produced no report (exit $rc)"
+  failed=$((failed + 1))
+fi
+[ $rc -ne 0 ] && [ $failed -eq 0 ] && failed=1
+
+# Runs one named check script; it passes when it exits 0.
+run_check() {
+  local name=$1; shift
+  echo
+  echo "=== $name ==="
+  if "$@"; then
+    echo "--- $name: passed"
+    passed=$((passed + 1))
+  else
+    echo "--- $name: FAILED"
+    failed=$((failed + 1))
+  fi
+}
+
+if [ "$unit_only" = no ]; then
+  run_check "README configuration reference matches the tables" \
+    "$top/contrib/gen-config-doc.sh" --check "$build_dir"
+  run_check "make install: headers, libraries, pkg-config, and a program built against them" \
+    "$top/test/integration/install_check.sh" "$build_dir"
+fi
+
+echo
+echo "summary: $passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]

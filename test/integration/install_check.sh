@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs mc into a temporary DESTDIR and checks that headers, libraries,
+# tools and pkg-config files are there, and that a program using the
+# installed mc-ucs.pc compiles, links and runs.
+set -euo pipefail
+
+build_dir=$1
+dest=$(mktemp -d)
+trap 'rm -rf "$dest"' EXIT
+
+make -C "$build_dir" install DESTDIR="$dest" >/dev/null
+prefix=$(sed -n 's/^prefix=//p' "$build_dir/mc-ucs.pc")
+root=$dest$prefix
+
+missing=0
+for f in include/mc/ucs/status/status.h include/mc/ucs/module/module_abi.h \
+         include/mc/ucs/config/table.h lib/libmc_ucs.so lib/pkgconfig/mc-ucs.pc bin/mc_info; do
+  if [ -e "$root/$f" ]; then echo "installed: $f"; else echo "MISSING: $f"; missing=1; fi
+done
+[ $missing -eq 0 ] || exit 1
+
+# pkg-config's variables point at $prefix; redirect them into DESTDIR.
+export PKG_CONFIG_PATH=$root/lib/pkgconfig
+cflags=$(pkg-config --define-variable=prefix="$root" --cflags mc-ucs)
+libs=$(pkg-config --define-variable=prefix="$root" --libs mc-ucs)
+cat > "$dest/app.cc" <<'SRC'
+#include <ucs/config/parser.h>
+#include <ucs/status/status.h>
+#include <cstdio>
+int main() {
+  size_t v = 0;
+  if (mc::ucs::config::size_parser().parse("64k", &v) != mc::ucs::Status::Ok || v != 65536) return 1;
+  std::printf("installed mc-ucs works: %s\n", mc::ucs::status_string(mc::ucs::Status::NoResource));
+  return 0;
+}
+SRC
+# shellcheck disable=SC2086
+g++ $cflags "$dest/app.cc" -o "$dest/app" $libs -Wl,-rpath,"$root/lib"
+"$dest/app"
