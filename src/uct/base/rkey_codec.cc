@@ -33,8 +33,8 @@ ucs::Result<std::span<const uint8_t>> rkey_unpack_envelope(std::string_view md_n
   auto name = r.bytes(name_len);
   const uint16_t payload_len = r.u16();
   auto payload = r.bytes(payload_len);
-  if (!r.ok() || magic != kRkeyMagic) {
-    MC_LOG(error) << "packed rkey for md " << md_name << " is truncated or garbage ("
+  if (!r.ok() || !r.at_end() || magic != kRkeyMagic) {
+    MC_LOG(error) << "packed rkey for md " << md_name << " is truncated, too long or garbage ("
                   << packed.size() << " bytes)";
     return ucs::Status::InvalidParam;
   }

@@ -27,7 +27,7 @@ void rkey_pack_envelope(std::string_view md_name, std::span<const uint8_t> paylo
 
 /// Checks the envelope of `packed` and returns the payload. InvalidParam
 /// (logged, naming what is wrong) for a bad magic, a newer version, another
-/// md, or any length that does not fit.
+/// md, any length that does not fit, or bytes after the payload.
 ucs::Result<std::span<const uint8_t>> rkey_unpack_envelope(std::string_view md_name,
                                                            std::span<const uint8_t> packed);
 
