@@ -13,6 +13,8 @@
 #include "ucs/module/module_loader.h"
 #include "ucs/sys/sys.h"
 #include "ucs/topo/topo.h"
+#include "uct/api/iface.h"
+#include "uct/base/component_loader.h"
 
 namespace {
 
@@ -24,6 +26,7 @@ void usage(const char* prog) {
       "With no option: version, modules and configuration.\n"
       "  -v   version and build\n"
       "  -m   modules: path, load result, ABI, build tag, and why a module failed\n"
+      "  -d   components, memory domains, transports and devices with their attributes\n"
       "  -c   configuration: every MC_* variable with its value\n"
       "  -f   configuration with documentation, syntax, default and origin (implies -c)\n"
       "  -M   configuration reference as Markdown (README)\n"
@@ -64,7 +67,74 @@ void print_modules() {
   }
 }
 
+// Limits of one operation family, "short 8k bcopy 64k zcopy [0, inf] iov 16".
+std::string limits_string(const uct::OpLimits& l) {
+  const auto size = ucs::config::size_parser();
+  return "short " + size.format(l.max_short) + ", bcopy " + size.format(l.max_bcopy) +
+         ", zcopy [" + size.format(l.min_zcopy) + ", " + size.format(l.max_zcopy) + "], iov " +
+         std::to_string(l.max_iov);
+}
+
+void print_iface(uct::MemoryDomain& md, const uct::TlResource& tl) {
+  std::cout << "#      transport " << tl.tl_name << " on " << tl.dev_name << " ("
+            << uct::device_type_name(tl.dev_type) << ", numa " << tl.numa_node << ")\n";
+  uct::IfaceParams params;
+  params.tl_name = tl.tl_name;
+  params.dev_name = tl.dev_name;
+  ucs::Result<std::unique_ptr<uct::Iface>> iface = md.iface_open(params);
+  if (!iface.ok()) {
+    std::cout << "#        cannot open: " << ucs::status_string(iface.status()) << "\n";
+    return;
+  }
+  const uct::IfaceAttr a = (*iface)->query();
+  std::cout << std::fixed << std::setprecision(1) << "#        latency " << a.latency.c * 1e9 << " ns + "
+            << a.latency.m * 1e9 << " ns/byte, bandwidth " << a.bandwidth.total() / 1e6
+            << " MB/s, overhead " << a.overhead * 1e9 << " ns, priority " << a.priority << "\n"
+            << "#        caps " << uct::cap_string(a.cap) << "\n"
+            << "#        am:  " << limits_string(a.am) << ", header " << a.am.max_hdr << "\n"
+            << "#        put: " << limits_string(a.put) << "\n"
+            << "#        get: " << limits_string(a.get) << "\n"
+            << "#        addresses: device " << a.device_addr_len << " B, iface "
+            << a.iface_addr_len << " B, ep " << a.ep_addr_len << " B\n";
+}
+
+void print_devices() {
+  std::vector<ucs::ModuleInfo> modules;
+  std::vector<uct::Component*> components = uct::load_components(&modules);
+  ucs::config::Sources sources = ucs::config::Sources::from_process().value_or({});
+  for (const ucs::ModuleInfo& m : modules) {
+    if (m.state != ucs::ModuleState::Loaded) {
+      std::cout << "#\n# Transport module " << m.name << ": " << ucs::module_state_name(m.state)
+                << ": " << m.reason << "\n";
+    }
+  }
+  for (uct::Component* c : components) {
+    std::cout << "#\n# Component: " << c->name() << "\n";
+    const std::vector<std::string> mds = c->md_names();
+    if (mds.empty()) std::cout << "#   no memory domain: no device found\n";
+    for (const std::string& md_name : mds) {
+      ucs::Result<std::unique_ptr<uct::MemoryDomain>> md = c->md_open(md_name, sources);
+      if (!md.ok()) {
+        std::cout << "#   memory domain " << md_name << ": cannot open: "
+                  << ucs::status_string(md.status()) << "\n";
+        continue;
+      }
+      const uct::MdAttr a = (*md)->query();
+      std::cout << "#   memory domain " << md_name << ": register "
+                << ((a.flags & uct::kMdReg) ? "yes" : "no") << ", allocate "
+                << ((a.flags & uct::kMdAlloc) ? "yes" : "no") << ", rkey <= "
+                << a.rkey_packed_size << " B, registration " << a.reg_cost.c * 1e9 << " ns + "
+                << a.reg_cost.m * 1e9 << " ns/byte\n";
+      const std::vector<uct::TlResource> tls = (*md)->query_tl_resources();
+      if (tls.empty()) std::cout << "#      no transport resources: no device found\n";
+      for (const uct::TlResource& tl : tls) print_iface(**md, tl);
+    }
+  }
+}
+
 int print_config(bool full, bool markdown) {
+  // Loaded transports register their tables through their components.
+  (void)uct::load_components();
   ucs::config::Registry& registry = ucs::config::Registry::instance();
   if (markdown) {
     registry.print_markdown(std::cout);
@@ -114,12 +184,13 @@ void print_system() {
 int main(int argc, char** argv) {
   if (ucs::is_error(ucs::log_init(argv[0]))) return 1;
   bool version = false, modules = false, config = false, full = false, markdown = false;
-  bool topology = false, system = false;
+  bool topology = false, system = false, devices = false;
   int c;
-  while ((c = getopt(argc, argv, "vmcfMTsh")) != -1) {
+  while ((c = getopt(argc, argv, "vmdcfMTsh")) != -1) {
     switch (c) {
       case 'v': version = true; break;
       case 'm': modules = true; break;
+      case 'd': devices = true; break;
       case 'c': config = true; break;
       case 'f': config = full = true; break;
       case 'M': markdown = true; break;
@@ -135,12 +206,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (markdown) return print_config(false, true);
-  if (!(version || modules || config || topology || system)) version = modules = config = true;
+  if (!(version || modules || devices || config || topology || system)) {
+    version = modules = config = true;
+  }
 
   int rc = 0;
   if (version) print_version();
   if (system) print_system();
   if (modules) print_modules();
+  if (devices) print_devices();
   if (topology) rc |= print_topology();
   if (config) rc |= print_config(full, false);
   return rc;
