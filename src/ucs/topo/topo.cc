@@ -489,8 +489,8 @@ Status Topology::check_override() const {
       for (const std::string& name : *list) {
         const TopoDevice* dev = find(name);
         if (dev && dev->kind != DeviceKind::Gpu) continue;
-        MC_LOG(error) << "topology: the priority matrix override names '" << name << "' for "
-                      << loc << ", which is not an rdma device or netdev under " << root_;
+        MC_LOG(error) << "topology: the priority matrix override names '" << name << "' for " << loc
+                      << ", which is not an rdma device or netdev under " << root_;
         return Status::InvalidParam;
       }
     }
@@ -570,8 +570,7 @@ void Topology::print(std::ostream& os) const {
       if (dev.is_virtual) {
         os << " virtual";
       } else {
-        os << " pci " << (dev.pci_addr.empty() ? "-" : dev.pci_addr) << "  numa "
-           << dev.numa_node;
+        os << " pci " << (dev.pci_addr.empty() ? "-" : dev.pci_addr) << "  numa " << dev.numa_node;
       }
       if (!dev.netdev.empty()) os << "  netdev " << dev.netdev;
       os << "\n";
@@ -590,8 +589,8 @@ void Topology::print(std::ostream& os) const {
     append_list(&secondary, entry.secondary, ",");
     os << "  nic priority " << std::setw(8) << loc << " preferred "
        << (preferred.empty() ? "-" : preferred) << "  secondary "
-       << (secondary.empty() ? "-" : secondary)
-       << (override_.count(loc) ? "  (override)" : "") << "\n";
+       << (secondary.empty() ? "-" : secondary) << (override_.count(loc) ? "  (override)" : "")
+       << "\n";
   }
 }
 

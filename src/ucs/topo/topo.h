@@ -45,12 +45,12 @@ const char* device_kind_name(DeviceKind kind);
 struct TopoDevice {
   std::string name;  ///< "mlx5_0", "eth0", "cuda:0"
   DeviceKind kind = DeviceKind::Net;
-  std::string pci_addr;    ///< "0000:04:00.0", the nearest PCI function; empty when none
-  std::string sysfs_path;  ///< resolved `device` link, relative to the sysfs root
-                           ///< ("devices/pci0000:00/0000:00:01.0/..."); empty when virtual
-  int numa_node = -1;      ///< -1: unknown
-  std::string netdev;      ///< RDMA only: the netdev it maps to; empty when not found
-  bool is_virtual = false; ///< no `device` link (veth, bridge, rxe, ...)
+  std::string pci_addr;     ///< "0000:04:00.0", the nearest PCI function; empty when none
+  std::string sysfs_path;   ///< the resolved device directory, relative to the sysfs
+                            ///< root ("devices/pci0000:00/0000:00:01.0/..."); empty when virtual
+  int numa_node = -1;       ///< -1: unknown
+  std::string netdev;       ///< RDMA only: the netdev it maps to; empty when not found
+  bool is_virtual = false;  ///< no `device` link (veth, bridge, rxe, ...)
 };
 
 /// The NICs to use for one memory location, best first.

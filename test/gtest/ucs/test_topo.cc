@@ -24,9 +24,9 @@ std::vector<std::string> names_of(const std::vector<TopoDevice>& devices) {
 }
 
 // Binds `const Topology& var` to a discovery that must succeed.
-#define ASSERT_DISCOVER(var, ...)                                              \
-  Result<Topology> var##_result = Topology::discover(__VA_ARGS__);             \
-  ASSERT_TRUE(var##_result.ok()) << status_string(var##_result.status());      \
+#define ASSERT_DISCOVER(var, ...)                                         \
+  Result<Topology> var##_result = Topology::discover(__VA_ARGS__);        \
+  ASSERT_TRUE(var##_result.ok()) << status_string(var##_result.status()); \
   const Topology& var = *var##_result
 
 // The device of that name; a failure and an empty device when there is none.
@@ -122,7 +122,8 @@ TEST(Topo, FixtureRdmaDevices) {
   EXPECT_EQ(m0.numa_node, 0);
   EXPECT_EQ(m0.netdev, "eth0");
   EXPECT_FALSE(m0.is_virtual);
-  EXPECT_EQ(m0.sysfs_path, "devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0/0000:04:00.0");
+  EXPECT_EQ(m0.sysfs_path,
+            "devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0/0000:04:00.0");
   const TopoDevice& m1 = topo.rdma_devices()[1];
   EXPECT_EQ(m1.pci_addr, "0000:84:00.0");
   EXPECT_EQ(m1.numa_node, 1);
@@ -216,8 +217,7 @@ TEST(Topo, DistanceOfHandMadePaths) {
             PciDistance::Unknown);
   EXPECT_EQ(Topology::distance(dev("", 1), dev("", 1)), PciDistance::SameNuma);
   EXPECT_EQ(Topology::distance(dev("", 0), dev("", 1)), PciDistance::CrossSocket);
-  EXPECT_EQ(Topology::distance(dev("devices/platform/foo", 0), dev("", -1)),
-            PciDistance::Unknown);
+  EXPECT_EQ(Topology::distance(dev("devices/platform/foo", 0), dev("", -1)), PciDistance::Unknown);
 }
 
 TEST(Topo, DistanceNames) {
@@ -255,8 +255,7 @@ TEST(Topo, JsonEscapes) {
   EXPECT_EQ(priority_matrix_to_json({}), "{}");
   EXPECT_EQ(priority_matrix_to_json({{"cpu:0", {}}}), R"({"cpu:0": [[], []]})");
   const PriorityMatrix odd = {{"cpu:0", {{"a\"b", "c\\d"}, {"e\nf", std::string("\x01", 1)}}}};
-  EXPECT_EQ(priority_matrix_to_json(odd),
-            R"({"cpu:0": [["a\"b", "c\\d"], ["e\nf", "\u0001"]]})");
+  EXPECT_EQ(priority_matrix_to_json(odd), R"({"cpu:0": [["a\"b", "c\\d"], ["e\nf", "\u0001"]]})");
 }
 
 TEST(Topo, FixturePrint) {
@@ -350,7 +349,8 @@ TEST(TopoOverride, ParsesValid) {
   std::string error;
   Result<PriorityMatrix> m = parse_priority_matrix("cpu:0=mlx5_1|mlx5_0;cuda:0=mlx5_1", &error);
   ASSERT_TRUE(m.ok()) << error;
-  EXPECT_EQ(*m, (PriorityMatrix{{"cpu:0", {{"mlx5_1"}, {"mlx5_0"}}}, {"cuda:0", {{"mlx5_1"}, {}}}}));
+  EXPECT_EQ(*m,
+            (PriorityMatrix{{"cpu:0", {{"mlx5_1"}, {"mlx5_0"}}}, {"cuda:0", {{"mlx5_1"}, {}}}}));
   EXPECT_EQ(format_priority_matrix(*m), "cpu:0=mlx5_1|mlx5_0;cuda:0=mlx5_1");
 
   m = parse_priority_matrix(" cpu:1 = a , b | c ; cuda:12=|d;");
@@ -362,13 +362,20 @@ TEST(TopoOverride, ParsesValid) {
 
 TEST(TopoOverride, RejectsInvalid) {
   const std::pair<const char*, const char*> cases[] = {
-      {"cpu0=a", "not a location"},      {"gpu:0=a", "not a location"},
-      {"cpu:=a", "not a location"},      {"cpu:01=a", "not a location"},
-      {"cpu:-1=a", "not a location"},    {"cpu:0", "has no '='"},
-      {"cpu:0=", "no NIC"},              {"cpu:0=|", "no NIC"},
-      {"cpu:0=a,,b", "not a NIC name"},  {"cpu:0=a|b|c", "not a NIC name"},
-      {"cpu:0=a b", "not a NIC name"},   {"cpu:0=a=b", "not a NIC name"},
-      {"cpu:0=a|a", "listed twice"},     {"cpu:0=a;cpu:0=b", "given twice"},
+      {"cpu0=a", "not a location"},
+      {"gpu:0=a", "not a location"},
+      {"cpu:=a", "not a location"},
+      {"cpu:01=a", "not a location"},
+      {"cpu:-1=a", "not a location"},
+      {"cpu:0", "has no '='"},
+      {"cpu:0=", "no NIC"},
+      {"cpu:0=|", "no NIC"},
+      {"cpu:0=a,,b", "not a NIC name"},
+      {"cpu:0=a|b|c", "not a NIC name"},
+      {"cpu:0=a b", "not a NIC name"},
+      {"cpu:0=a=b", "not a NIC name"},
+      {"cpu:0=a|a", "listed twice"},
+      {"cpu:0=a;cpu:0=b", "given twice"},
   };
   for (const auto& [text, why] : cases) {
     std::string error;
@@ -393,8 +400,7 @@ TEST(TopoOverride, UnknownNicIsInvalidParam) {
             Status::InvalidParam);
   EXPECT_EQ(Topology::discover(kFixture, {{"cpu:0", {{"mlx5_0"}, {"cuda:0"}}}}).status(),
             Status::InvalidParam);  // a GPU is not a NIC
-  EXPECT_EQ(Topology::discover(kFixture, {{"cpu:0", {{"lo"}, {}}}}).status(),
-            Status::InvalidParam);
+  EXPECT_EQ(Topology::discover(kFixture, {{"cpu:0", {{"lo"}, {}}}}).status(), Status::InvalidParam);
 }
 
 TEST(TopoConfig, DefaultsAndListing) {
@@ -435,20 +441,18 @@ TEST(TopoConfig, BadValuesAreInvalidParam) {
   EXPECT_EQ(cfg.status(), Status::InvalidParam);
   EXPECT_NE(error.find("MC_TOPO_PRIORITY_MATRIX"), std::string::npos) << error;
 
-  EXPECT_EQ(Topology::discover(*config::Sources::from(
-                                   {{"MC_TOPO_SYSFS_ROOT", kFixture},
-                                    {"MC_TOPO_PRIORITY_MATRIX", "gpu:0=mlx5_0"}},
-                                   {}))
+  EXPECT_EQ(Topology::discover(*config::Sources::from({{"MC_TOPO_SYSFS_ROOT", kFixture},
+                                                       {"MC_TOPO_PRIORITY_MATRIX", "gpu:0=mlx5_0"}},
+                                                      {}))
                 .status(),
             Status::InvalidParam);
-  EXPECT_EQ(Topology::discover(*config::Sources::from(
-                                   {{"MC_TOPO_SYSFS_ROOT", "/nonexistent/mc-topo-root"}}, {}))
+  EXPECT_EQ(Topology::discover(
+                *config::Sources::from({{"MC_TOPO_SYSFS_ROOT", "/nonexistent/mc-topo-root"}}, {}))
                 .status(),
             Status::InvalidParam);
-  EXPECT_EQ(Topology::discover(*config::Sources::from(
-                                   {{"MC_TOPO_SYSFS_ROOT", kFixture},
-                                    {"MC_TOPO_PRIORITY_MATRIX", "cpu:0=mlx5_7"}},
-                                   {}))
+  EXPECT_EQ(Topology::discover(*config::Sources::from({{"MC_TOPO_SYSFS_ROOT", kFixture},
+                                                       {"MC_TOPO_PRIORITY_MATRIX", "cpu:0=mlx5_7"}},
+                                                      {}))
                 .status(),
             Status::InvalidParam);
 }
