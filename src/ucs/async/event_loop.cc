@@ -119,16 +119,16 @@ Status EventLoop::remove_fd(int fd) {
   return Status::Ok;
 }
 
-Result<EventLoop::TimerId> EventLoop::add_timer(std::chrono::nanoseconds interval,
-                                                TimerCallback cb, bool oneshot) {
+Result<EventLoop::TimerId> EventLoop::add_timer(std::chrono::nanoseconds interval, TimerCallback cb,
+                                                bool oneshot) {
   if (interval.count() <= 0 || !cb) return Status::InvalidParam;
   std::lock_guard guard(lock_);
   const TimerId id = next_key_++;
   const uint64_t now = monotonic_ns();
   const auto ns = static_cast<uint64_t>(interval.count());
   const uint64_t deadline = ns > UINT64_MAX - now ? UINT64_MAX : now + ns;
-  timers_.emplace(id, Timer{interval, oneshot, deadline,
-                            std::make_shared<TimerCallback>(std::move(cb))});
+  timers_.emplace(
+      id, Timer{interval, oneshot, deadline, std::make_shared<TimerCallback>(std::move(cb))});
   deadlines_.emplace(deadline, id);
   if (deadlines_.begin()->second == id) {
     const Status s = arm_timer_locked();

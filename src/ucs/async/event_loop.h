@@ -25,10 +25,10 @@ namespace mc::ucs {
 /// driven by the caller (progress()), never both at once.
 ///
 /// Thread safety: every method may be called from any thread, including
-/// from inside a callback. Callbacks run on the thread that drives the loop,
-/// one at a time, with no loop lock held, so they may add, modify or remove
-/// any handler or timer, themselves included. Callbacks must not throw, and
-/// must not destroy the loop.
+/// from inside a callback (the destructor excepted: not from a callback). Callbacks run on the
+/// thread that drives the loop, one at a time, with no loop lock held, so they may add, modify or
+/// remove any handler or timer, themselves included. Callbacks must not throw, and must not destroy
+/// the loop.
 ///
 /// Removal is synchronous: once remove_fd() or cancel_timer() returns on a
 /// thread other than the one dispatching, that callback is not running and
@@ -154,8 +154,8 @@ class EventLoop {
   std::thread thread_;
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};
-  std::atomic<bool> in_progress_{false};    ///< someone is inside progress()
-  std::atomic<std::thread::id> driver_{};  ///< who is inside progress()
+  std::atomic<bool> in_progress_{false};   ///< the loop thread or a progress() drives the loop
+  std::atomic<std::thread::id> driver_{};  ///< the thread driving it, for in_loop_thread()
 
   // lock_ guards everything below. Keys: each fd registration and each timer
   // gets a fresh key from next_key_; an epoll event carries the key, not the

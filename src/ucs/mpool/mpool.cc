@@ -13,9 +13,13 @@ namespace mc::ucs {
 
 namespace {
 
-constexpr bool is_pow2(size_t v) { return v != 0 && (v & (v - 1)) == 0; }
+constexpr bool is_pow2(size_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
 
-constexpr size_t round_up(size_t v, size_t align) { return (v + align - 1) & ~(align - 1); }
+constexpr size_t round_up(size_t v, size_t align) {
+  return (v + align - 1) & ~(align - 1);
+}
 
 }  // namespace
 
@@ -47,8 +51,8 @@ Result<std::unique_ptr<Mpool>> Mpool::create(const MpoolParams& params, ChunkOps
   }
   const size_t stride = round_up(size, p.alignment);
   if (p.elems_per_chunk > SIZE_MAX / stride) {
-    MC_LOG(error) << "mpool '" << p.name << "': a chunk of " << p.elems_per_chunk
-                  << " elements of " << stride << " bytes overflows size_t";
+    MC_LOG(error) << "mpool '" << p.name << "': a chunk of " << p.elems_per_chunk << " elements of "
+                  << stride << " bytes overflows size_t";
     return Status::InvalidParam;
   }
   return std::unique_ptr<Mpool>(new Mpool(p, std::move(ops), stride));
@@ -113,8 +117,7 @@ Status Mpool::grow() {
     free_ = e;
   }
   total_ += elems;
-  MC_LOG(debug) << "mpool '" << params_.name << "': grew by " << elems << " elements to "
-                << total_;
+  MC_LOG(debug) << "mpool '" << params_.name << "': grew by " << elems << " elements to " << total_;
   return Status::Ok;
 }
 

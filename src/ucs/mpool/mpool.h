@@ -102,9 +102,9 @@ class Mpool {
 
  private:
   struct Chunk {
-    void* mem;       ///< what the allocator returned
-    size_t bytes;    ///< what was asked of it
-    size_t elems;    ///< elements carved from it
+    void* mem;     ///< what the allocator returned
+    size_t bytes;  ///< what was asked of it
+    size_t elems;  ///< elements carved from it
   };
   struct FreeElem {
     FreeElem* next;

@@ -4,10 +4,9 @@
 // dispatching, and no fd or thread left behind.
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/epoll.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -201,7 +200,8 @@ TEST_F(EventLoopTest, TimerFiresRepeatedly) {
 
 TEST_F(EventLoopTest, OneshotTimerFiresOnce) {
   int fired = 0;
-  auto id = loop_->add_timer(1ms, [&] { ++fired; }, /*oneshot=*/true);
+  auto count = [&] { ++fired; };
+  auto id = loop_->add_timer(1ms, count, /*oneshot=*/true);
   ASSERT_TRUE(id.ok());
   ASSERT_TRUE(progress_until([&] { return fired == 1; }));
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(loop_->progress(2ms).ok());
@@ -211,9 +211,10 @@ TEST_F(EventLoopTest, OneshotTimerFiresOnce) {
 
 TEST_F(EventLoopTest, TimersFireInDeadlineOrder) {
   std::vector<int> order;
-  ASSERT_TRUE(loop_->add_timer(30ms, [&] { order.push_back(3); }, true).ok());
-  ASSERT_TRUE(loop_->add_timer(10ms, [&] { order.push_back(1); }, true).ok());
-  ASSERT_TRUE(loop_->add_timer(20ms, [&] { order.push_back(2); }, true).ok());
+  auto push = [&order](int n) { return [&order, n] { order.push_back(n); }; };
+  ASSERT_TRUE(loop_->add_timer(30ms, push(3), true).ok());
+  ASSERT_TRUE(loop_->add_timer(10ms, push(1), true).ok());
+  ASSERT_TRUE(loop_->add_timer(20ms, push(2), true).ok());
   ASSERT_TRUE(progress_until([&] { return order.size() == 3; }));
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
 }
@@ -224,7 +225,8 @@ TEST_F(EventLoopTest, CanceledTimerNeverFires) {
   auto id = loop_->add_timer(1ms, [&] { ++fired; });
   ASSERT_TRUE(id.ok());
   ASSERT_EQ(loop_->cancel_timer(*id), Status::Ok);
-  ASSERT_TRUE(loop_->add_timer(5ms, [&] { ++other; }, true).ok());
+  auto count_other = [&] { ++other; };
+  ASSERT_TRUE(loop_->add_timer(5ms, count_other, true).ok());
   ASSERT_TRUE(progress_until([&] { return other == 1; }));
   EXPECT_EQ(fired, 0);
 }
@@ -293,7 +295,11 @@ TEST_F(EventLoopTest, ProgressCountsCallbacks) {
 TEST_F(EventLoopTest, PostedFunctionRepostingDoesNotStarve) {
   Pipe p;
   int fd_calls = 0;
-  ASSERT_EQ(loop_->add_fd(p.rd, EPOLLIN, [&](int, uint32_t) { ++fd_calls; p.drain(); }),
+  ASSERT_EQ(loop_->add_fd(p.rd, EPOLLIN,
+                          [&](int, uint32_t) {
+                            ++fd_calls;
+                            p.drain();
+                          }),
             Status::Ok);
   std::function<void()> again = [&] { (void)loop_->post(again); };
   ASSERT_EQ(loop_->post(again), Status::Ok);
@@ -332,10 +338,11 @@ TEST_F(EventLoopTest, RunsOnItsOwnThread) {
 
   Pipe p;
   Latch readable;
-  ASSERT_EQ(loop_->add_fd(p.rd, EPOLLIN, [&](int, uint32_t) {
-    p.drain();
-    readable.set();
-  }),
+  ASSERT_EQ(loop_->add_fd(p.rd, EPOLLIN,
+                          [&](int, uint32_t) {
+                            p.drain();
+                            readable.set();
+                          }),
             Status::Ok);
   ASSERT_TRUE(p.write_byte());
   ASSERT_TRUE(readable.wait());

@@ -43,9 +43,8 @@ using Keys = std::vector<std::string>;
 // Evicted: B C E D F. (FIFO would evict A B C D E.)
 TEST(SieveCache, EvictionOrderMatchesWorkedExample) {
   Evicted evicted;
-  SieveCache<std::string, int> cache(3, [&](const std::string& k, int& v) {
-    evicted.emplace_back(k, v);
-  });
+  SieveCache<std::string, int> cache(
+      3, [&](const std::string& k, int& v) { evicted.emplace_back(k, v); });
   cache.insert("A", 1);
   cache.insert("B", 2);
   cache.insert("C", 3);
@@ -125,9 +124,8 @@ TEST(SieveCache, MissReturnsNull) {
 
 TEST(SieveCache, CapacityOne) {
   Evicted evicted;
-  SieveCache<std::string, int> cache(1, [&](const std::string& k, int& v) {
-    evicted.emplace_back(k, v);
-  });
+  SieveCache<std::string, int> cache(
+      1, [&](const std::string& k, int& v) { evicted.emplace_back(k, v); });
   EXPECT_EQ(cache.capacity(), 1u);
   cache.insert("a", 1);
   ASSERT_NE(cache.get("a"), nullptr);  // visited, yet the only candidate
@@ -177,9 +175,7 @@ TEST(SieveCache, EraseThenReinsert) {
 //   insert F: D unvisited: evict D (not A, not E)
 TEST(SieveCache, EraseUnderTheHand) {
   std::vector<std::string> evicted;
-  SieveCache<std::string, int> cache(3, [&](const std::string& k, int&) {
-    evicted.push_back(k);
-  });
+  SieveCache<std::string, int> cache(3, [&](const std::string& k, int&) { evicted.push_back(k); });
   cache.insert("A", 1);
   cache.insert("B", 2);
   cache.insert("C", 3);
@@ -196,9 +192,8 @@ TEST(SieveCache, EraseUnderTheHand) {
 
 TEST(SieveCache, InsertExistingReplacesThroughCallback) {
   Evicted evicted;
-  SieveCache<std::string, int> cache(2, [&](const std::string& k, int& v) {
-    evicted.emplace_back(k, v);
-  });
+  SieveCache<std::string, int> cache(
+      2, [&](const std::string& k, int& v) { evicted.emplace_back(k, v); });
   cache.insert("a", 1);
   cache.insert("b", 2);
   int* v = cache.insert("a", 10);  // replaced in place, and marked visited
@@ -241,9 +236,8 @@ TEST(SieveCache, MoveOnlyValuesAndStablePointers) {
 
 TEST(FifoCache, EvictsInInsertionOrder) {
   Evicted evicted;
-  FifoCache<std::string, int> cache(3, [&](const std::string& k, int& v) {
-    evicted.emplace_back(k, v);
-  });
+  FifoCache<std::string, int> cache(
+      3, [&](const std::string& k, int& v) { evicted.emplace_back(k, v); });
   cache.insert("A", 1);
   cache.insert("B", 2);
   cache.insert("C", 3);
@@ -276,8 +270,8 @@ TEST(FifoCache, EraseThenReinsert) {
   std::vector<int> evicted;
   FifoCache<int, int> cache(3, [&](const int& k, int&) { evicted.push_back(k); });
   for (int k : {1, 2, 3}) cache.insert(k, k);
-  EXPECT_TRUE(cache.erase(1));   // the tail
-  EXPECT_TRUE(cache.erase(3));   // the head
+  EXPECT_TRUE(cache.erase(1));  // the tail
+  EXPECT_TRUE(cache.erase(3));  // the head
   EXPECT_FALSE(cache.erase(3));
   EXPECT_TRUE(evicted.empty());
   EXPECT_EQ(cache.size(), 1u);
@@ -293,14 +287,13 @@ TEST(FifoCache, EraseThenReinsert) {
 
 TEST(FifoCache, InsertExistingKeepsPlace) {
   Evicted evicted;
-  FifoCache<std::string, int> cache(2, [&](const std::string& k, int& v) {
-    evicted.emplace_back(k, v);
-  });
+  FifoCache<std::string, int> cache(
+      2, [&](const std::string& k, int& v) { evicted.emplace_back(k, v); });
   cache.insert("a", 1);
   cache.insert("b", 2);
   EXPECT_EQ(*cache.insert("a", 10), 10);
   EXPECT_EQ(evicted, (Evicted{{"a", 1}}));  // the replaced value
-  cache.insert("c", 3);  // a is still the oldest
+  cache.insert("c", 3);                     // a is still the oldest
   EXPECT_EQ(evicted.back(), (std::pair<std::string, int>{"a", 10}));
   cache.clear();
   EXPECT_EQ(evicted.size(), 2u);
