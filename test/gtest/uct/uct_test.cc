@@ -235,7 +235,7 @@ int child_main(const Resource& resource, size_t size, int to_parent, int from_pa
   Buffer buf(*e, size);
   buf.fill(ChildTarget::kChildSeed);
   size_t am_bytes = 0;
-  e->iface().set_am_handler(ChildTarget::kAmId, [&](const void*, size_t length, unsigned) {
+  (void)e->iface().set_am_handler(ChildTarget::kAmId, [&](const void*, size_t length, unsigned) {
     am_bytes = length;
     return Status::Ok;
   });
