@@ -36,7 +36,7 @@ const ucs::config::Table& self_config_table() {
                           &SelfConfig::seg_size, ucs::config::size_parser(64, 1 << 30)),
        ucs::config::field("AM_QUEUE_LEN", "256",
                           "Active messages queued for delivery before sends return NoResource.",
-                          &SelfConfig::am_queue_len, ucs::config::size_parser(1, 1 << 20))});
+                          &SelfConfig::am_queue_len, ucs::config::uint_parser(1, 1 << 20))});
   return table;
 }
 

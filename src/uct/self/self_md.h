@@ -13,7 +13,7 @@ namespace mc::uct::self {
 /// The knobs of the self transport (MC_SELF_*).
 struct SelfConfig {
   size_t seg_size;      ///< largest bcopy / zcopy active message
-  size_t am_queue_len;  ///< active messages queued before NoResource
+  uint64_t am_queue_len;  ///< active messages queued before NoResource
 };
 
 const ucs::config::Table& self_config_table();
