@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+// Machine limits: memcpy, kernel TCP loopback throughput and latency.
+#include "tools/perf/perf_limits.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
+
+namespace mc::perf {
+
+using ucs::Result;
+using ucs::Status;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kRunTime = std::chrono::milliseconds(300);
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double measure_memcpy(size_t size) {
+  std::vector<uint8_t> src(size, 0x5a), dst(size);
+  uint64_t bytes = 0;
+  const auto t0 = Clock::now();
+  // Check the clock every `batch` copies so small copies are not clock-bound.
+  const size_t batch = std::max<size_t>(1, (size_t{1} << 20) / size);
+  do {
+    for (size_t i = 0; i < batch; ++i) {
+      std::memcpy(dst.data(), src.data(), size);
+      asm volatile("" : : "r"(dst.data()) : "memory");  // keep every copy
+    }
+    bytes += batch * size;
+  } while (Clock::now() - t0 < kRunTime);
+  return static_cast<double>(bytes) / since(t0);
+}
+
+// A connected TCP pair over 127.0.0.1, each end with 5 s send/receive limits
+// so a stuck measurement cannot hang the tool.
+Status tcp_pair(int* a, int* b) {
+  const int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (lfd < 0 || bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(lfd, 1) != 0 || getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    MC_LOG(error) << "limits: cannot listen on 127.0.0.1: " << ucs::errno_string(errno);
+    if (lfd >= 0) close(lfd);
+    return Status::IoError;
+  }
+  *a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (*a < 0 || connect(*a, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      (*b = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC)) < 0) {
+    MC_LOG(error) << "limits: cannot connect over 127.0.0.1: " << ucs::errno_string(errno);
+    if (*a >= 0) close(*a);
+    close(lfd);
+    return Status::IoError;
+  }
+  close(lfd);
+  const timeval tv{5, 0};
+  const int one = 1;
+  for (int fd : {*a, *b}) {
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  return Status::Ok;
+}
+
+bool write_all(int fd, const uint8_t* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// One stream of `size`-byte messages; throughput as the receiver sees it.
+Result<double> measure_tcp_bw(size_t size) {
+  int tx = -1, rx = -1;
+  MC_RETURN_IF_ERROR(tcp_pair(&tx, &rx));
+  std::atomic<uint64_t> received{0};
+  std::thread reader([&] {
+    std::vector<uint8_t> buf(std::max<size_t>(size, 64 << 10));
+    for (;;) {
+      const ssize_t r = ::recv(rx, buf.data(), buf.size(), 0);
+      if (r <= 0) break;
+      received.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+    }
+  });
+  std::vector<uint8_t> msg(size, 0xa5);
+  bool ok = true;
+  const auto t0 = Clock::now();
+  while (ok && Clock::now() - t0 < kRunTime) ok = write_all(tx, msg.data(), size);
+  shutdown(tx, SHUT_WR);
+  reader.join();  // bounded: the reader's receive limit is 5 s
+  const double seconds = since(t0);
+  close(tx);
+  close(rx);
+  if (!ok) {
+    MC_LOG(error) << "limits: TCP stream over 127.0.0.1 failed: " << ucs::errno_string(errno);
+    return Status::IoError;
+  }
+  return static_cast<double>(received.load()) / seconds;
+}
+
+// Receives exactly `n` bytes by polling a non-blocking receive, as a
+// transport's progress loop does (no sleep and wake-up in the timing).
+bool spin_read_all(int fd, uint8_t* p, size_t n) {
+  while (n > 0) {
+    const ssize_t r = ::recv(fd, p, n, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) return false;
+    if (r > 0) {
+      p += r;
+      n -= static_cast<size_t>(r);
+    }
+  }
+  return true;
+}
+
+// 8-byte ping-pong, both ends busy-polling; half the average round trip.
+Result<double> measure_tcp_lat() {
+  int a = -1, b = -1;
+  MC_RETURN_IF_ERROR(tcp_pair(&a, &b));
+  std::thread echo([b] {
+    uint8_t m[8];
+    while (spin_read_all(b, m, 8) && write_all(b, m, 8)) {
+    }
+  });
+  uint8_t m[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  uint64_t rounds = 0;
+  bool ok = true;
+  for (int i = 0; i < 100 && ok; ++i) ok = write_all(a, m, 8) && spin_read_all(a, m, 8);
+  const auto t0 = Clock::now();
+  while (ok && Clock::now() - t0 < kRunTime) {
+    for (int i = 0; i < 64 && ok; ++i, ++rounds) ok = write_all(a, m, 8) && spin_read_all(a, m, 8);
+  }
+  const double seconds = since(t0);
+  shutdown(a, SHUT_RDWR);  // the echo thread sees the end
+  echo.join();
+  close(a);
+  close(b);
+  if (!ok || rounds == 0) {
+    MC_LOG(error) << "limits: TCP ping-pong over 127.0.0.1 failed: " << ucs::errno_string(errno);
+    return Status::IoError;
+  }
+  return seconds / static_cast<double>(rounds) / 2;
+}
+
+}  // namespace
+
+Result<Limits> measure_limits(size_t size) {
+  Limits l;
+  l.size = std::max<size_t>(size, 1);
+  l.memcpy_bw = measure_memcpy(l.size);
+  MC_ASSIGN_OR_RETURN(l.tcp_bw, measure_tcp_bw(l.size));
+  MC_ASSIGN_OR_RETURN(l.tcp_lat, measure_tcp_lat());
+  return l;
+}
+
+}  // namespace mc::perf

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+// The machine's limits, measured without mc: memcpy bandwidth, kernel TCP
+// throughput over 127.0.0.1 and TCP ping-pong latency, so a report can say
+// which fraction of them a transport reached.
+#pragma once
+
+#include <cstddef>
+
+#include "ucs/status/status.h"
+
+namespace mc::perf {
+
+struct Limits {
+  size_t size = 0;       ///< message size of the bandwidth measurements
+  double memcpy_bw = 0;  ///< bytes per second, memcpy() of `size` bytes
+  double tcp_bw = 0;     ///< bytes per second, one TCP stream of `size`-byte writes
+  double tcp_lat = 0;    ///< seconds, half the round trip of 8 bytes over TCP, busy-polling
+};
+
+/// Measures the three limits (about a second in all). IoError (logged) when
+/// a socket cannot be set up; every wait is bounded.
+ucs::Result<Limits> measure_limits(size_t size);
+
+}  // namespace mc::perf

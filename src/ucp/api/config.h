@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// The knobs of UCP (MC_TLS, MC_SLICE_SIZE, ...): one table, read when a
+// Context is created and printed by mc_info -c / -f.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ucs/config/parser.h"
+#include "ucs/config/registry.h"
+#include "ucs/config/table.h"
+
+namespace mc::ucp {
+
+/// Every UCP knob, as read from the environment, config files or code.
+struct ContextConfig {
+  ucs::config::AllowList tls;          ///< MC_TLS: transports, with aliases shm and net
+  ucs::config::AllowList net_devices;  ///< MC_NET_DEVICES: devices of network transports
+  ucs::config::AllowList shm_devices;  ///< MC_SHM_DEVICES: devices of shared-memory transports
+  size_t max_rma_rails = 2;            ///< MC_MAX_RMA_RAILS: bandwidth lanes for RMA
+  size_t max_eager_rails = 1;          ///< MC_MAX_EAGER_RAILS: bandwidth lanes for active messages
+  bool proto_info = false;             ///< MC_PROTO_INFO: log lane and protocol choices
+  size_t slice_size = 65536;           ///< MC_SLICE_SIZE: multi-lane slice bytes
+  uint64_t fragment_ratio = 4;         ///< MC_FRAGMENT_RATIO: tail merge ratio
+  uint64_t retry_cnt = 9;              ///< MC_RETRY_CNT: re-issues of one failed slice
+  uint64_t slices_in_flight = 8;       ///< MC_SLICES_IN_FLIGHT: per lane and request
+  ucs::config::Duration transfer_timeout{};  ///< MC_TRANSFER_TIMEOUT: request deadline
+  std::optional<size_t> bcopy_thresh;        ///< MC_BCOPY_THRESH: nullopt = auto
+  std::optional<size_t> zcopy_thresh;        ///< MC_ZCOPY_THRESH: nullopt = auto
+};
+
+/// The table of ContextConfig (global knobs, prefix "MC_").
+const ucs::config::Table& context_config_table();
+
+/// Registers the UCP tables with `registry` (idempotent). Context::create()
+/// calls it; tools call it to list the knobs without creating a context.
+void register_ucp_config_tables(ucs::config::Registry& registry);
+
+/// Whether transport `tl_name` passes MC_TLS `list`, expanding the aliases
+/// `shm` (sm) and `net` (tcp and every rc_* transport). Pure; thread-safe.
+bool tl_allowed(const ucs::config::AllowList& list, std::string_view tl_name);
+
+}  // namespace mc::ucp

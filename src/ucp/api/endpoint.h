@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// Endpoint: a connection to one remote worker over the lanes wireup chose,
+// with put, get, active messages, flush and close.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <span>
+#include <vector>
+
+#include "ucp/api/mem_handle.h"
+#include "ucp/api/request.h"
+#include "ucp/api/rkey.h"
+#include "ucp/proto/ep_protocols.h"
+#include "ucp/proto/lane_runtime.h"
+#include "ucp/wireup/address.h"
+#include "ucp/wireup/lane_select.h"
+
+namespace mc::ucp {
+
+class Worker;
+
+/// How close() ends an endpoint.
+enum class CloseMode {
+  Flush,  ///< complete every operation first
+  Force,  ///< cancel what is in flight at once
+};
+
+/// Made by Worker::ep_create(). Thread safety: as its worker. Destroying an
+/// endpoint cancels its requests in progress (they complete with Canceled)
+/// and destroys its UCT endpoints.
+class Endpoint {
+ public:
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  /// Writes `length` bytes from `buffer` to `remote_addr` in the peer's
+  /// memory described by `rkey`. The request completes when `buffer` may be
+  /// reused; remote completion needs flush(). InvalidParam when the range is
+  /// outside the rkey's registration, Unsupported when no lane can put,
+  /// Canceled after close().
+  Result<std::shared_ptr<Request>> put_nbx(const void* buffer, size_t length, uint64_t remote_addr,
+                                           const Rkey& rkey, const RequestParams& params = {});
+  /// Reads `length` bytes at `remote_addr` into `buffer`; the request
+  /// completes when they are there. Statuses as put_nbx().
+  Result<std::shared_ptr<Request>> get_nbx(void* buffer, size_t length, uint64_t remote_addr,
+                                           const Rkey& rkey, const RequestParams& params = {});
+  /// Sends `length` bytes to the peer's handler `id` (eager: in one message
+  /// or in fragments, over the AM lane or the eager rails). The request
+  /// completes when `buffer` may be reused. Unsupported when no lane carries
+  /// active messages.
+  Result<std::shared_ptr<Request>> am_send_nbx(uint16_t id, const void* buffer, size_t length,
+                                               const RequestParams& params = {});
+  /// Completes when every operation started before it is complete, remotely
+  /// for puts.
+  Result<std::shared_ptr<Request>> flush(const RequestParams& params = {});
+  /// Flush: flushes, then stops accepting operations; Force: cancels every
+  /// request in progress and stops at once. Either way the endpoint is then
+  /// only fit to be destroyed.
+  Result<std::shared_ptr<Request>> close(CloseMode mode, const RequestParams& params = {});
+
+  /// Unpacks a peer's MemHandle::rkey_pack() for the lanes of this
+  /// endpoint. InvalidParam for malformed input (logged), Unreachable when
+  /// no lane's memory domain has a key in it.
+  Result<std::unique_ptr<Rkey>> rkey_unpack(std::span<const uint8_t> packed) const;
+
+  /// The peer's unpacked address.
+  const wireup::WorkerAddress& peer() const { return peer_; }
+  /// The lane selection, with every reason.
+  const wireup::LaneSelection& lanes() const { return selection_; }
+  /// The protocol tables.
+  const proto::EpProtocols& protocols() const { return *protocols_; }
+  /// Writes the lane selection and the protocol tables (MC_PROTO_INFO).
+  void print(std::ostream& os) const;
+  /// The run-time state of every lane (tests, tools).
+  const std::vector<proto::LaneRuntime>& lane_runtime() const { return runtime_; }
+
+ private:
+  friend class Worker;
+  Endpoint(Worker* worker, wireup::WorkerAddress peer, wireup::LaneSelection selection);
+  Status connect();
+  void on_lane_error(size_t lane, Status status);
+  Result<std::shared_ptr<Request>> rma(proto::Op op, void* buffer, size_t length,
+                                       uint64_t remote_addr, const Rkey& rkey,
+                                       const RequestParams& params);
+  std::vector<size_t> lanes_for(proto::Op op, const proto::ProtoRange& range) const;
+  void cancel_requests();
+
+  Worker* worker_;
+  wireup::WorkerAddress peer_;
+  wireup::LaneSelection selection_;
+  std::shared_ptr<const proto::EpProtocols> protocols_;
+  std::vector<std::unique_ptr<uct::Endpoint>> uct_eps_;  ///< per lane
+  std::vector<proto::LaneRuntime> runtime_;              ///< per lane; ops point into it
+  bool closed_ = false;
+};
+
+}  // namespace mc::ucp

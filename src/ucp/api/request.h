@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// Request: the handle of a non-blocking UCP operation (put, get, active
+// message, flush): test, wait, cancel, a completion callback, a deadline.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "ucs/config/parser.h"
+#include "ucs/status/status.h"
+
+namespace mc::ucp {
+
+using ucs::Result;
+using ucs::Status;
+
+class Worker;
+class Endpoint;
+class MemHandle;
+
+/// Called once when a request completes, with its final status (Ok, or the
+/// error that ended it: Timeout, Canceled, a transport error). It runs on the
+/// thread that completes the request: inside Worker::progress(), or inside
+/// the call that started the operation when it completes at once.
+using Callback = std::function<void(Status status)>;
+
+/// Optional arguments of every non-blocking operation.
+struct RequestParams {
+  Callback callback;  ///< may be empty
+  /// A registration covering the local buffer (from MemHandle::map). With it,
+  /// zero-copy protocols need no registration of their own.
+  const MemHandle* memh = nullptr;
+  /// Overrides MC_TRANSFER_TIMEOUT for this request; Duration::max(): none.
+  std::optional<ucs::config::Duration> timeout;
+};
+
+namespace proto {
+class RequestOp;
+}
+
+/// A non-blocking operation in flight or completed. Created by the
+/// operations of Endpoint and Worker, never directly. Thread safety: as its
+/// worker (one thread drives a worker and everything made from it).
+class Request {
+ public:
+  ~Request();
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  /// InProgress until the request completes, then its final status.
+  Status status() const { return status_; }
+  /// True once the request has completed (successfully or not).
+  bool completed() const { return status_ != Status::InProgress; }
+  /// Progresses the worker once and returns status().
+  Status test();
+  /// Progresses the worker until the request completes; returns its final
+  /// status. Bounded by the request's deadline unless that is infinite.
+  Status wait();
+  /// Completes the request with Canceled if it is still in progress;
+  /// operations already handed to a transport finish in the background.
+  void cancel();
+  /// Absolute CLOCK_MONOTONIC deadline in nanoseconds; UINT64_MAX: none.
+  uint64_t deadline_ns() const { return deadline_ns_; }
+
+ private:
+  friend class Worker;
+  friend class Endpoint;
+
+  Request(Worker* worker, Endpoint* ep, uint64_t seq, Callback callback, uint64_t deadline_ns,
+          std::unique_ptr<proto::RequestOp> op);
+  /// Moves the operation forward and enforces the deadline (worker progress).
+  void advance(uint64_t now_ns);
+  void complete(Status status);
+  /// True when the worker may drop the request: completed, nothing in flight.
+  bool retired() const;
+
+  Worker* worker_;
+  Endpoint* ep_;  ///< null for worker-level requests or after the endpoint went
+  uint64_t seq_;  ///< order among the endpoint's requests (flush)
+  Callback callback_;
+  uint64_t deadline_ns_;
+  std::unique_ptr<proto::RequestOp> op_;
+  Status status_ = Status::InProgress;
+};
+
+}  // namespace mc::ucp

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// Rkey: a peer's packed remote key unpacked for the lanes of one endpoint.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "uct/api/md.h"
+
+namespace mc::ucp {
+
+/// Made by Endpoint::rkey_unpack(); valid for that endpoint only, and must
+/// not outlive it. Thread safety: immutable.
+class Rkey {
+ public:
+  ~Rkey();
+  Rkey(const Rkey&) = delete;
+  Rkey& operator=(const Rkey&) = delete;
+
+  /// Start and length of the remote registration.
+  uint64_t address() const { return address_; }
+  uint64_t length() const { return length_; }
+  /// Whether [addr, addr + len) lies inside the remote registration.
+  bool contains(uint64_t addr, size_t len) const {
+    return addr >= address_ && len <= length_ && addr - address_ <= length_ - len;
+  }
+  /// The UCT rkey for lane `lane` of the endpoint; null when the peer's key
+  /// has no entry for that lane's memory domain.
+  const uct::Rkey* for_lane(size_t lane) const {
+    return lane < lanes_.size() ? lanes_[lane].get() : nullptr;
+  }
+
+ private:
+  friend class Endpoint;
+  Rkey() = default;
+
+  uint64_t address_ = 0;
+  uint64_t length_ = 0;
+  std::vector<std::unique_ptr<uct::Rkey>> lanes_;
+};
+
+}  // namespace mc::ucp

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// Worker: the progress engine. One iface per usable resource of its context,
+// an event loop for the transports' background service, its packed address,
+// active-message handlers, and the requests in flight.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ucp/api/context.h"
+#include "ucp/api/request.h"
+#include "ucp/proto/ep_protocols.h"
+#include "ucp/wireup/address.h"
+#include "ucp/wireup/lane_select.h"
+#include "ucs/async/event_loop.h"
+#include "uct/api/iface.h"
+
+namespace mc::ucp {
+
+class Endpoint;
+class AmReassembly;
+
+/// Receives an active message: `length` bytes at `data`, valid only during
+/// the call. Runs inside Worker::progress().
+using AmCallback = std::function<void(const void* data, size_t length)>;
+
+/// An iface the worker opened.
+struct WorkerIface {
+  size_t resource = 0;  ///< into Context::resources()
+  std::unique_ptr<uct::Iface> iface;
+  uct::IfaceAttr attr;
+};
+
+/// Thread safety: single-threaded. One thread at a time drives the worker,
+/// its endpoints and requests (progress, operations, ep_create). The worker
+/// must outlive its endpoints and requests' use; the context must outlive it.
+class Worker {
+ public:
+  /// Opens an iface on every enabled resource of `context` (a failure is
+  /// logged and that resource is marked unusable with the reason) and starts
+  /// the event loop thread. Returns NoDevice when no iface opened, IoError
+  /// when the event loop cannot start.
+  static Result<std::unique_ptr<Worker>> create(Context& context);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  Context& context() const { return *context_; }
+  /// Random identity of this worker, carried in its address.
+  uint64_t uuid() const { return uuid_; }
+  /// The packed address (wireup/address.h) of every open iface.
+  std::vector<uint8_t> address() const;
+  /// The ifaces, in resource order.
+  const std::vector<WorkerIface>& ifaces() const { return ifaces_; }
+  /// Every resource of the context as lane selection sees it: the enabled
+  /// ones that opened, and the others disabled with their reason.
+  const std::vector<wireup::LocalResource>& local_resources() const { return local_; }
+  /// Index into ifaces() of resource `resource`, or -1.
+  int iface_of(size_t resource) const;
+
+  /// Progresses every iface, then every request (posting, deadlines).
+  /// Returns the number of events handled.
+  unsigned progress();
+
+  /// Sets the handler of user active-message id `id`; an empty callback
+  /// removes it. Messages for an id without a handler are dropped with a
+  /// warning.
+  void set_am_handler(uint16_t id, AmCallback callback);
+
+  /// Creates an endpoint to the worker whose packed address is `address`.
+  /// InvalidParam for an address that does not unpack (logged with why),
+  /// Unreachable when no lane reaches it (logged with the rejections).
+  Result<std::unique_ptr<Endpoint>> ep_create(std::span<const uint8_t> address);
+
+  /// Completes once every request started before it has completed and
+  /// every iface has flushed.
+  Result<std::shared_ptr<Request>> flush(const RequestParams& params = {});
+
+  /// Starts a request around `op` (protocol implementations and tests):
+  /// progresses it once at once, then from progress(). `ep` is the endpoint
+  /// it belongs to (flush ordering, close), or null.
+  std::shared_ptr<Request> submit(std::unique_ptr<proto::RequestOp> op, const RequestParams& params,
+                                  Endpoint* ep = nullptr);
+
+  /// Whether every request of `ep` (every request when null) started
+  /// before `seq` has completed.
+  bool completed_before(const Endpoint* ep, uint64_t seq) const;
+
+ private:
+  friend class Endpoint;
+  explicit Worker(Context* context);
+  Status open_ifaces();
+  void set_uct_am_handlers(uct::Iface& iface);
+  void on_am_single(const void* data, size_t length);
+  void on_am_frag(const void* data, size_t length);
+  void deliver(uint16_t id, const void* data, size_t length);
+  void on_uct_error(uct::Endpoint* ep, Status status);
+  void detach(Endpoint* ep);
+  std::shared_ptr<const proto::EpProtocols> protocols_for(const wireup::LaneSelection& sel);
+
+  Context* context_;
+  uint64_t uuid_;
+  std::unique_ptr<ucs::EventLoop> async_;  ///< declared first: destroyed last
+  std::vector<WorkerIface> ifaces_;
+  std::vector<wireup::LocalResource> local_;
+  std::unordered_map<uint16_t, AmCallback> am_handlers_;
+  std::unique_ptr<AmReassembly> reassembly_;
+  std::vector<std::shared_ptr<Request>> active_;
+  std::vector<Endpoint*> eps_;
+  std::map<const uct::Endpoint*, std::pair<Endpoint*, size_t>> uct_eps_;          ///< -> (ep, lane)
+  std::map<std::string, std::shared_ptr<const proto::EpProtocols>> proto_cache_;  ///< by lanes
+  uint64_t next_seq_ = 1;
+  uint64_t next_message_id_ = 1;
+};
+
+}  // namespace mc::ucp

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// The UCP configuration table and the MC_TLS alias rules.
+#include "ucp/api/config.h"
+
+namespace mc::ucp {
+
+namespace cfg = ucs::config;
+
+const cfg::Table& context_config_table() {
+  static const cfg::Table table(
+      "ucp context", "",
+      {cfg::field("TLS", "all",
+                  "Transports UCP may use: a list such as \"sm,tcp\", \"^tcp\" for all but those, "
+                  "or \"all\"; the alias shm means sm, and net means tcp and the rc_* transports.",
+                  &ContextConfig::tls, cfg::allow_list_parser()),
+       cfg::field("NET_DEVICES", "all",
+                  "Devices network transports may use, e.g. \"eth0,mlx5_0\" or \"^lo\".",
+                  &ContextConfig::net_devices, cfg::allow_list_parser()),
+       cfg::field("SHM_DEVICES", "all", "Devices shared-memory transports may use.",
+                  &ContextConfig::shm_devices, cfg::allow_list_parser()),
+       cfg::field("MAX_RMA_RAILS", "2",
+                  "Most bandwidth lanes one endpoint spreads a large put or get over.",
+                  &ContextConfig::max_rma_rails, cfg::size_parser(1, 16)),
+       cfg::field("MAX_EAGER_RAILS", "1",
+                  "Most lanes one endpoint spreads the fragments of a large active message over.",
+                  &ContextConfig::max_eager_rails, cfg::size_parser(1, 16)),
+       cfg::field("PROTO_INFO", "n",
+                  "Log, at info level, the lanes and the protocol table chosen for each new "
+                  "endpoint, with the rejected candidates and why.",
+                  &ContextConfig::proto_info, cfg::bool_parser()),
+       cfg::field("SLICE_SIZE", "64k",
+                  "Bytes of one slice when a large transfer is cut for several lanes.",
+                  &ContextConfig::slice_size, cfg::size_parser(512, size_t{1} << 30)),
+       cfg::field("FRAGMENT_RATIO", "4",
+                  "A last slice smaller than 1/FRAGMENT_RATIO of a slice is merged into the "
+                  "one before it.",
+                  &ContextConfig::fragment_ratio, cfg::uint_parser(1, 1024)),
+       cfg::field("RETRY_CNT", "9",
+                  "Times a slice that failed on one lane is re-issued on another before the "
+                  "transfer fails.",
+                  &ContextConfig::retry_cnt, cfg::uint_parser(0, 1000)),
+       cfg::field("SLICES_IN_FLIGHT", "8",
+                  "Most slices of one request outstanding on one lane at a time.",
+                  &ContextConfig::slices_in_flight, cfg::uint_parser(1, 4096)),
+       cfg::field("TRANSFER_TIMEOUT", "60s",
+                  "Deadline of every request; when it passes, the request completes with "
+                  "Timeout (\"inf\": never).",
+                  &ContextConfig::transfer_timeout, cfg::time_parser()),
+       cfg::field("BCOPY_THRESH", "auto",
+                  "Size from which bcopy replaces short; auto: from the performance model.",
+                  &ContextConfig::bcopy_thresh, cfg::auto_parser(cfg::size_parser())),
+       cfg::field("ZCOPY_THRESH", "auto",
+                  "Size from which zero-copy replaces short and bcopy; auto: from the "
+                  "performance model.",
+                  &ContextConfig::zcopy_thresh, cfg::auto_parser(cfg::size_parser()))});
+  return table;
+}
+
+void register_ucp_config_tables(cfg::Registry& registry) {
+  registry.add<ContextConfig>(context_config_table());
+}
+
+namespace {
+
+// The transports an MC_TLS item names.
+bool item_matches(std::string_view item, std::string_view tl_name) {
+  const std::string lower = cfg::to_lower(item);
+  if (lower == tl_name) return true;
+  if (lower == "shm") return tl_name == "sm";
+  if (lower == "net") return tl_name == "tcp" || tl_name.starts_with("rc_");
+  return false;
+}
+
+}  // namespace
+
+bool tl_allowed(const cfg::AllowList& list, std::string_view tl_name) {
+  bool listed = false;
+  for (const std::string& item : list.items) listed = listed || item_matches(item, tl_name);
+  return list.negate ? !listed : listed;
+}
+
+}  // namespace mc::ucp

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// Context: components, memory domains, resources and their filters.
+#include "ucp/api/context.h"
+
+#include "ucs/log/log.h"
+#include "uct/base/component_loader.h"
+
+namespace mc::ucp {
+
+Result<std::unique_ptr<Context>> Context::create(const ContextParams& params) {
+  register_ucp_config_tables(ucs::config::Registry::instance());
+  std::unique_ptr<Context> ctx(new Context());
+  if (params.sources) {
+    ctx->sources_ = *params.sources;
+  } else {
+    std::string error;
+    Result<ucs::config::Sources> sources = ucs::config::Sources::from_process(&error);
+    if (!sources.ok()) {
+      MC_LOG(error) << "ucp: cannot read the configuration: " << error;
+      return sources.status();
+    }
+    ctx->sources_ = std::move(*sources);
+  }
+  if (params.config) {
+    ctx->config_ = *params.config;
+  } else {
+    MC_ASSIGN_OR_RETURN(ctx->config_, ucs::config::read_table<ContextConfig>(context_config_table(),
+                                                                             ctx->sources_));
+  }
+  for (uct::Component* component : uct::load_components()) {
+    for (const std::string& md_name : component->md_names()) ctx->add_md(component, md_name);
+  }
+  for (const ResourceInfo& r : ctx->resources_) {
+    MC_LOG(debug) << "ucp: resource " << r.name() << (r.enabled ? " kept" : " " + r.reason);
+  }
+  return ctx;
+}
+
+Context::~Context() = default;
+
+void Context::add_md(uct::Component* component, const std::string& md_name) {
+  Result<std::unique_ptr<uct::MemoryDomain>> md = component->md_open(md_name, sources_);
+  if (!md.ok()) {
+    MC_LOG(warn) << "ucp: memory domain " << md_name << " of component " << component->name()
+                 << " did not open: " << ucs::status_string(md.status());
+    return;
+  }
+  MdEntry entry{component, md_name, std::move(*md), {}};
+  entry.attr = entry.md->query();
+  const size_t md_index = mds_.size();
+  for (const uct::TlResource& tl : entry.md->query_tl_resources()) {
+    ResourceInfo info{md_index, tl, true, filter_reason(tl)};
+    info.enabled = info.reason.empty();
+    resources_.push_back(std::move(info));
+  }
+  mds_.push_back(std::move(entry));
+}
+
+std::string Context::filter_reason(const uct::TlResource& tl) const {
+  const auto& fmt = context_config_table();
+  auto value_of = [&fmt, this](const char* name) {
+    for (const auto& f : fmt.fields()) {
+      if (f.name == name) return f.get(&config_);
+    }
+    return std::string();
+  };
+  if (!tl_allowed(config_.tls, tl.tl_name)) {
+    return "filtered by MC_TLS=" + value_of("TLS");
+  }
+  if (tl.dev_type == uct::DeviceType::Net && !config_.net_devices.allows(tl.dev_name)) {
+    return "filtered by MC_NET_DEVICES=" + value_of("NET_DEVICES");
+  }
+  if (tl.dev_type == uct::DeviceType::Shm && !config_.shm_devices.allows(tl.dev_name)) {
+    return "filtered by MC_SHM_DEVICES=" + value_of("SHM_DEVICES");
+  }
+  return "";
+}
+
+void Context::print(std::ostream& os) const {
+  for (const ResourceInfo& r : resources_) {
+    os << "  " << r.name() << " md " << mds_[r.md_index].name << " ("
+       << uct::device_type_name(r.tl.dev_type)
+       << "): " << (r.enabled ? std::string("used") : r.reason) << "\n";
+  }
+}
+
+}  // namespace mc::ucp

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+// Endpoint operations: put, get, active messages, flush, close. Each looks up
+// its protocol, plans its slices and hands a RequestOp to the worker.
+#include <algorithm>
+
+#include "ucp/api/endpoint.h"
+#include "ucp/api/worker.h"
+#include "ucp/proto/am_op.h"
+#include "ucp/proto/flush_op.h"
+#include "ucp/proto/rma_op.h"
+#include "ucs/log/log.h"
+
+namespace mc::ucp {
+
+namespace {
+
+using proto::ProtoKind;
+
+// Fragment size of a single-lane kind: the smallest limit among the lanes
+// that may carry the op (a re-issued fragment must fit where it goes).
+size_t rma_fragment(proto::Op op, ProtoKind kind, const std::vector<proto::LaneRuntime>& rt,
+                    const std::vector<size_t>& lanes, size_t length) {
+  if (kind == ProtoKind::Short) return std::max<size_t>(length, 1);
+  const bool put = op == proto::Op::Put;
+  size_t frag = SIZE_MAX;
+  for (size_t lane : lanes) {
+    const uct::IfaceAttr& a = rt[lane].attr;
+    const uct::OpLimits& lim = put ? a.put : a.get;
+    const bool bcopy = a.cap & (put ? uct::kCapPutBcopy : uct::kCapGetBcopy);
+    const bool zcopy = a.cap & (put ? uct::kCapPutZcopy : uct::kCapGetZcopy);
+    size_t limit = 0;
+    if (kind == ProtoKind::Bcopy) limit = bcopy ? lim.max_bcopy : (zcopy ? lim.max_zcopy : 0);
+    if (kind != ProtoKind::Bcopy) limit = zcopy ? lim.max_zcopy : (bcopy ? lim.max_bcopy : 0);
+    if (limit > 0) frag = std::min(frag, limit);
+  }
+  return frag == SIZE_MAX ? std::max<size_t>(length, 1) : frag;
+}
+
+}  // namespace
+
+std::vector<size_t> Endpoint::lanes_for(proto::Op op, const proto::ProtoRange& range) const {
+  std::vector<size_t> lanes = range.lanes;
+  if (range.kind == ProtoKind::MultiZcopy) return lanes;
+  // The other rails stand by for a slice whose lane fails.
+  const bool am = op == proto::Op::Am;
+  for (size_t lane : am ? selection_.am_bw_lanes : selection_.rma_bw_lanes) {
+    if (std::find(lanes.begin(), lanes.end(), lane) == lanes.end()) lanes.push_back(lane);
+  }
+  return lanes;
+}
+
+Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_t length,
+                                               uint64_t remote_addr, const Rkey& rkey,
+                                               const RequestParams& params) {
+  const char* name = proto::op_name(op);
+  if (closed_) return Status::Canceled;
+  if (length > 0 && (!buffer || !rkey.contains(remote_addr, length))) {
+    MC_LOG(error) << "ucp: " << name << " of " << length << " bytes at 0x" << std::hex
+                  << remote_addr << " is outside the rkey's range [0x" << rkey.address() << ", +"
+                  << std::dec << rkey.length() << ") or has no buffer";
+    return Status::InvalidParam;
+  }
+  const bool registered = params.memh && params.memh->contains(buffer, length);
+  const proto::ProtoRange* range = protocols_->table(op, registered).lookup(length);
+  if (!range) {
+    MC_LOG(error) << "ucp: no lane to " << peer_.hostname << " can " << name;
+    return Status::Unsupported;
+  }
+  const ContextConfig& cfg = worker_->context().config();
+  proto::RmaParams p;
+  p.op = op;
+  p.buffer = buffer;
+  p.length = length;
+  p.remote_addr = remote_addr;
+  p.kind = range->kind;
+  p.lanes = lanes_for(op, *range);
+  p.rkey = &rkey;
+  p.memh = params.memh;
+  p.exec = proto::ExecutorParams{p.lanes.size(), cfg.retry_cnt, cfg.slices_in_flight};
+  if (range->kind == ProtoKind::MultiZcopy) {
+    const size_t slice =
+        std::min(cfg.slice_size, rma_fragment(op, p.kind, runtime_, p.lanes, length));
+    p.slices = proto::cut_slices(length, slice, cfg.fragment_ratio);
+    std::vector<double> bw;
+    for (size_t lane : p.lanes) bw.push_back(std::max(runtime_[lane].bandwidth, 1.0));
+    proto::assign_lanes(&p.slices, bw);
+  } else {
+    p.slices =
+        proto::cut_slices(length, rma_fragment(op, p.kind, runtime_, p.lanes, length), SIZE_MAX);
+  }
+  return worker_->submit(std::make_unique<proto::RmaOp>(&runtime_, std::move(p)), params, this);
+}
+
+Result<std::shared_ptr<Request>> Endpoint::put_nbx(const void* buffer, size_t length,
+                                                   uint64_t remote_addr, const Rkey& rkey,
+                                                   const RequestParams& params) {
+  return rma(proto::Op::Put, const_cast<void*>(buffer), length, remote_addr, rkey, params);
+}
+
+Result<std::shared_ptr<Request>> Endpoint::get_nbx(void* buffer, size_t length,
+                                                   uint64_t remote_addr, const Rkey& rkey,
+                                                   const RequestParams& params) {
+  return rma(proto::Op::Get, buffer, length, remote_addr, rkey, params);
+}
+
+Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* buffer,
+                                                       size_t length, const RequestParams& params) {
+  if (closed_) return Status::Canceled;
+  const bool registered = params.memh && params.memh->contains(buffer, length);
+  const proto::ProtoRange* range = protocols_->table(proto::Op::Am, registered).lookup(length);
+  if (!range) {
+    MC_LOG(error) << "ucp: no lane to " << peer_.hostname << " carries active messages";
+    return Status::Unsupported;
+  }
+  const ContextConfig& cfg = worker_->context().config();
+  proto::AmParams p;
+  p.am_id = id;
+  p.buffer = buffer;
+  p.length = length;
+  p.kind = range->kind;
+  p.sender_uuid = worker_->uuid();
+  p.message_id = worker_->next_message_id_++;
+  p.memh = params.memh;
+  size_t frag = SIZE_MAX;
+  for (size_t lane : lanes_for(proto::Op::Am, *range)) {
+    const size_t cap = proto::am_fragment_capacity(runtime_[lane], p.kind, false);
+    if (cap == 0) continue;  // this lane cannot carry a fragment
+    p.lanes.push_back(lane);
+    frag = std::min(frag, cap);
+  }
+  if (p.lanes.empty()) return Status::Unsupported;
+  const bool multi = p.kind == ProtoKind::MultiZcopy;
+  if (length <= proto::am_fragment_capacity(runtime_[p.lanes[0]], p.kind, true) && !multi) {
+    p.slices = {proto::Slice{0, length, 0}};
+  } else if (multi) {
+    p.slices = proto::cut_slices(length, std::min(frag, cfg.slice_size), cfg.fragment_ratio);
+    std::vector<double> bw;
+    for (size_t lane : p.lanes) bw.push_back(std::max(runtime_[lane].bandwidth, 1.0));
+    proto::assign_lanes(&p.slices, bw);
+  } else {
+    p.slices = proto::cut_slices(length, frag, SIZE_MAX);
+  }
+  // A merged tail must still fit a fragment: cut again without merging.
+  if (p.slices.size() > 1 &&
+      std::any_of(p.slices.begin(), p.slices.end(),
+                  [frag](const proto::Slice& s) { return s.length > frag; })) {
+    p.slices = proto::cut_slices(length, frag, SIZE_MAX);
+  }
+  p.exec = proto::ExecutorParams{p.lanes.size(), cfg.retry_cnt, cfg.slices_in_flight};
+  return worker_->submit(std::make_unique<proto::AmOp>(&runtime_, std::move(p)), params, this);
+}
+
+Result<std::shared_ptr<Request>> Endpoint::flush(const RequestParams& params) {
+  std::vector<proto::FlushTarget> targets;
+  for (size_t lane = 0; lane < runtime_.size(); ++lane) {
+    const proto::LaneRuntime* rt = &runtime_[lane];
+    targets.push_back([rt](uct::Completion* comp) {
+      // A failed lane has nothing to flush: its slices went to other lanes.
+      return is_error(rt->status) ? Status::Ok : rt->ep->flush(comp);
+    });
+  }
+  const uint64_t seq = worker_->next_seq_;
+  Worker* w = worker_;
+  auto op = std::make_unique<proto::FlushOp>(
+      [w, this, seq] { return w->completed_before(this, seq); }, std::move(targets));
+  return worker_->submit(std::move(op), params, this);
+}
+
+Result<std::shared_ptr<Request>> Endpoint::close(CloseMode mode, const RequestParams& params) {
+  if (closed_) return Status::Canceled;
+  if (mode == CloseMode::Force) {
+    cancel_requests();
+    closed_ = true;
+    return worker_->submit(
+        std::make_unique<proto::FlushOp>(nullptr, std::vector<proto::FlushTarget>{}), params,
+        nullptr);
+  }
+  Result<std::shared_ptr<Request>> r = flush(params);
+  closed_ = true;
+  return r;
+}
+
+}  // namespace mc::ucp

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// The packed UCP rkey: a versioned container of per-md packed UCT rkeys and
+// the range they cover.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ucs/status/status.h"
+
+namespace mc::ucp {
+
+/// Version written by rkey_container_pack(); unpack refuses any other.
+inline constexpr uint8_t kRkeyContainerVersion = 1;
+
+/// What a packed UCP rkey holds.
+struct RkeyContainer {
+  uint64_t address = 0;
+  uint64_t length = 0;
+  /// (md name, packed UCT rkey), one per memory domain of the registration.
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> entries;
+};
+
+/// Packs `c`. Pure.
+std::vector<uint8_t> rkey_container_pack(const RkeyContainer& c);
+
+/// Unpacks; InvalidParam with `*why` for a bad magic, another version, a
+/// length that does not fit or trailing bytes. Logs nothing. Pure.
+ucs::Result<RkeyContainer> rkey_container_unpack(std::span<const uint8_t> packed, std::string* why);
+
+}  // namespace mc::ucp

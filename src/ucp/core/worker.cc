@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: Apache-2.0
+// Worker: ifaces, address, progress and requests.
+#include "ucp/api/worker.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+
+#include "ucp/api/endpoint.h"
+#include "ucp/core/am_reassembly.h"
+#include "ucp/proto/am_wire.h"
+#include "ucp/proto/flush_op.h"
+#include "ucp/proto/request_op.h"
+#include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
+
+namespace mc::ucp {
+
+namespace {
+
+uint64_t random_uuid() {
+  std::random_device rd;
+  const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return r ^ ucs::monotonic_ns() ^ (static_cast<uint64_t>(getpid()) << 20);
+}
+
+}  // namespace
+
+Worker::Worker(Context* context)
+    : context_(context), uuid_(random_uuid()), reassembly_(std::make_unique<AmReassembly>()) {}
+
+Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
+  std::unique_ptr<Worker> w(new Worker(&context));
+  MC_ASSIGN_OR_RETURN(w->async_, ucs::EventLoop::create());
+  MC_RETURN_IF_ERROR(w->async_->start());
+  MC_RETURN_IF_ERROR(w->open_ifaces());
+  return w;
+}
+
+Worker::~Worker() {
+  if (!eps_.empty()) {
+    MC_LOG(error) << "ucp: worker destroyed with " << eps_.size() << " endpoint(s) alive";
+  }
+  for (const std::shared_ptr<Request>& r : active_) {
+    r->cancel();
+    r->op_->orphan();
+  }
+  active_.clear();
+  ifaces_.clear();
+  if (async_) (void)async_->stop();
+}
+
+Status Worker::open_ifaces() {
+  const std::vector<ResourceInfo>& resources = context_->resources();
+  for (size_t i = 0; i < resources.size(); ++i) {
+    const ResourceInfo& r = resources[i];
+    const MdEntry& md = context_->mds()[r.md_index];
+    wireup::LocalResource local{r.tl.tl_name, r.tl.dev_name,    md.name,   r.tl.dev_type,
+                                {},           md.attr.reg_cost, r.enabled, r.reason};
+    if (r.enabled) {
+      uct::IfaceParams params;
+      params.tl_name = r.tl.tl_name;
+      params.dev_name = r.tl.dev_name;
+      params.async = async_.get();
+      params.sources = &context_->sources();
+      params.err_handler = [this](uct::Endpoint* ep, Status s) { on_uct_error(ep, s); };
+      Result<std::unique_ptr<uct::Iface>> iface = md.md->iface_open(params);
+      if (iface.ok()) {
+        WorkerIface wi{i, std::move(*iface), {}};
+        wi.attr = wi.iface->query();
+        local.attr = wi.attr;
+        set_uct_am_handlers(*wi.iface);
+        ifaces_.push_back(std::move(wi));
+      } else {
+        MC_LOG(warn) << "ucp: cannot open " << r.name() << ": "
+                     << ucs::status_string(iface.status());
+        local.enabled = false;
+        local.disabled_reason =
+            std::string("iface did not open: ") + ucs::status_string(iface.status());
+      }
+    }
+    local_.push_back(std::move(local));
+  }
+  if (ifaces_.empty()) {
+    MC_LOG(error) << "ucp: no transport resource is usable (see MC_TLS and mc_info -d)";
+    return Status::NoDevice;
+  }
+  return Status::Ok;
+}
+
+int Worker::iface_of(size_t resource) const {
+  for (size_t k = 0; k < ifaces_.size(); ++k) {
+    if (ifaces_[k].resource == resource) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+std::vector<uint8_t> Worker::address() const {
+  wireup::WorkerAddress a;
+  a.uuid = uuid_;
+  a.hostname = ucs::host_identity().hostname;
+  for (const WorkerIface& wi : ifaces_) {
+    const ResourceInfo& r = context_->resources()[wi.resource];
+    const MdEntry& md = context_->mds()[r.md_index];
+    wireup::AddressEntry e;
+    e.component = md.component->name();
+    e.md_name = md.md->name();
+    e.tl_name = r.tl.tl_name;
+    e.dev_name = r.tl.dev_name;
+    e.dev_type = r.tl.dev_type;
+    e.device_addr = wi.iface->device_address();
+    e.iface_addr = wi.iface->iface_address();
+    e.summary = wireup::IfaceSummary{wi.attr.cap,      wi.attr.latency.c, wi.attr.bandwidth.total(),
+                                     wi.attr.overhead, wi.attr.priority,  wi.attr.access_mem_types};
+    a.ifaces.push_back(std::move(e));
+  }
+  return wireup::address_pack(a);
+}
+
+unsigned Worker::progress() {
+  unsigned events = 0;
+  for (WorkerIface& wi : ifaces_) events += wi.iface->progress();
+  const uint64_t now = ucs::monotonic_ns();
+  // By index: a callback may start requests (appended) or cancel others.
+  for (size_t i = 0; i < active_.size(); ++i) {
+    std::shared_ptr<Request> r = active_[i];
+    const bool was_done = r->completed();
+    r->advance(now);
+    if (!was_done && r->completed()) ++events;
+  }
+  active_.erase(std::remove_if(active_.begin(), active_.end(),
+                               [](const std::shared_ptr<Request>& r) { return r->retired(); }),
+                active_.end());
+  return events;
+}
+
+std::shared_ptr<Request> Worker::submit(std::unique_ptr<proto::RequestOp> op,
+                                        const RequestParams& params, Endpoint* ep) {
+  const uint64_t now = ucs::monotonic_ns();
+  const ucs::config::Duration timeout =
+      params.timeout.value_or(context_->config().transfer_timeout);
+  uint64_t deadline = UINT64_MAX;
+  if (timeout != ucs::config::Duration::max() && timeout.count() >= 0 &&
+      static_cast<uint64_t>(timeout.count()) < UINT64_MAX - now) {
+    deadline = now + static_cast<uint64_t>(timeout.count());
+  }
+  std::shared_ptr<Request> r(
+      new Request(this, ep, next_seq_++, params.callback, deadline, std::move(op)));
+  active_.push_back(r);
+  r->advance(now);
+  return r;
+}
+
+bool Worker::completed_before(const Endpoint* ep, uint64_t seq) const {
+  for (const std::shared_ptr<Request>& r : active_) {
+    if ((!ep || r->ep_ == ep) && r->seq_ < seq && !r->completed()) return false;
+  }
+  return true;
+}
+
+Result<std::shared_ptr<Request>> Worker::flush(const RequestParams& params) {
+  std::vector<proto::FlushTarget> targets;
+  for (WorkerIface& wi : ifaces_) {
+    uct::Iface* iface = wi.iface.get();
+    targets.push_back([iface](uct::Completion* comp) { return iface->flush(comp); });
+  }
+  const uint64_t seq = next_seq_;
+  auto op = std::make_unique<proto::FlushOp>([this, seq] { return completed_before(nullptr, seq); },
+                                             std::move(targets));
+  return submit(std::move(op), params);
+}
+
+void Worker::set_am_handler(uint16_t id, AmCallback callback) {
+  if (callback) {
+    am_handlers_[id] = std::move(callback);
+  } else {
+    am_handlers_.erase(id);
+  }
+}
+
+void Worker::set_uct_am_handlers(uct::Iface& iface) {
+  (void)iface.set_am_handler(proto::kAmIdSingle, [this](const void* data, size_t length, unsigned) {
+    on_am_single(data, length);
+    return Status::Ok;
+  });
+  (void)iface.set_am_handler(proto::kAmIdFrag, [this](const void* data, size_t length, unsigned) {
+    on_am_frag(data, length);
+    return Status::Ok;
+  });
+}
+
+void Worker::on_am_single(const void* data, size_t length) {
+  if (length < proto::kAmSingleHeader) {
+    MC_LOG(error) << "ucp: dropped an active message of " << length << " bytes: no header";
+    return;
+  }
+  const auto* p = static_cast<const uint8_t*>(data);
+  const uint16_t id = static_cast<uint16_t>(p[0] | (p[1] << 8));
+  deliver(id, p + proto::kAmSingleHeader, length - proto::kAmSingleHeader);
+}
+
+void Worker::on_am_frag(const void* data, size_t length) {
+  (void)reassembly_->on_fragment(
+      data, length, [this](uint16_t id, const void* d, size_t n) { deliver(id, d, n); });
+}
+
+void Worker::deliver(uint16_t id, const void* data, size_t length) {
+  auto it = am_handlers_.find(id);
+  if (it == am_handlers_.end()) {
+    MC_LOG(warn) << "ucp: dropped an active message for id " << id << " (" << length
+                 << " bytes): no handler is set";
+    return;
+  }
+  it->second(data, length);
+}
+
+void Worker::on_uct_error(uct::Endpoint* ep, Status status) {
+  auto it = uct_eps_.find(ep);
+  if (it == uct_eps_.end()) return;
+  it->second.first->on_lane_error(it->second.second, status);
+}
+
+void Worker::detach(Endpoint* ep) {
+  eps_.erase(std::remove(eps_.begin(), eps_.end(), ep), eps_.end());
+  for (auto it = uct_eps_.begin(); it != uct_eps_.end();) {
+    it = it->second.first == ep ? uct_eps_.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace mc::ucp

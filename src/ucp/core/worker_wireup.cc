@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// Worker: endpoint creation from a packed address, and the cache of
+// protocol tables per endpoint configuration.
+#include <sstream>
+
+#include "ucp/api/endpoint.h"
+#include "ucp/api/worker.h"
+#include "ucs/log/log.h"
+
+namespace mc::ucp {
+
+Result<std::unique_ptr<Endpoint>> Worker::ep_create(std::span<const uint8_t> address) {
+  std::string why;
+  Result<wireup::WorkerAddress> peer = wireup::address_unpack(address, &why);
+  if (!peer.ok()) {
+    MC_LOG(error) << "ucp: cannot create an endpoint: invalid worker address: " << why;
+    return peer.status();
+  }
+  const ContextConfig& cfg = context_->config();
+  wireup::LaneSelectParams params;
+  params.max_rma_rails = cfg.max_rma_rails;
+  params.max_eager_rails = cfg.max_eager_rails;
+  const std::vector<wireup::AddressEntry>& remote = peer->ifaces;
+  auto reachable = [this, &remote](size_t li, size_t ri, std::string* reason) {
+    const int k = iface_of(li);
+    if (k < 0) return *reason = "no iface", false;
+    return ifaces_[static_cast<size_t>(k)].iface->is_reachable(remote[ri].device_addr,
+                                                               remote[ri].iface_addr, reason);
+  };
+  wireup::LaneSelection sel = wireup::select_lanes(local_, remote, reachable, params);
+  if (sel.lanes.empty()) {
+    std::ostringstream os;
+    sel.print(os);
+    MC_LOG(error) << "ucp: no lane reaches worker " << std::hex << peer->uuid << std::dec << " on "
+                  << peer->hostname << ":\n"
+                  << os.str();
+    return Status::Unreachable;
+  }
+  std::unique_ptr<Endpoint> ep(new Endpoint(this, std::move(*peer), std::move(sel)));
+  MC_RETURN_IF_ERROR(ep->connect());
+  eps_.push_back(ep.get());
+  if (cfg.proto_info) {
+    std::ostringstream os;
+    ep->print(os);
+    MC_LOG(info) << os.str();
+  }
+  return ep;
+}
+
+std::shared_ptr<const proto::EpProtocols> Worker::protocols_for(const wireup::LaneSelection& sel) {
+  // The tables depend on the lanes' local resources, the pairs' scores and
+  // the roles: that is the key.
+  std::ostringstream key;
+  key.precision(17);
+  for (const wireup::Lane& l : sel.lanes) {
+    const wireup::Candidate& c = sel.candidates[l.candidate];
+    key << l.local << ':' << l.roles << ':' << c.latency << ':' << c.bandwidth << ':' << c.overhead
+        << ';';
+  }
+  key << sel.am_lane << '|';
+  for (size_t i : sel.rma_lanes) key << i << ',';
+  key << '|';
+  for (size_t i : sel.rma_bw_lanes) key << i << ',';
+  key << '|';
+  for (size_t i : sel.am_bw_lanes) key << i << ',';
+  auto it = proto_cache_.find(key.str());
+  if (it != proto_cache_.end()) return it->second;
+  const ContextConfig& cfg = context_->config();
+  proto::EpProtoParams params;
+  params.slice_size = cfg.slice_size;
+  params.bcopy_thresh = cfg.bcopy_thresh;
+  params.zcopy_thresh = cfg.zcopy_thresh;
+  auto tables =
+      std::make_shared<const proto::EpProtocols>(proto::EpProtocols::build(sel, local_, params));
+  proto_cache_.emplace(key.str(), tables);
+  return tables;
+}
+
+}  // namespace mc::ucp

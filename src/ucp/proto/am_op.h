@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// AmOp: an eager active message, whole or in fragments over one or more lanes.
+#pragma once
+
+#include <array>
+#include <map>
+#include <vector>
+
+#include "ucp/proto/am_wire.h"
+#include "ucp/proto/lane_runtime.h"
+#include "ucp/proto/proto_select.h"
+#include "ucp/proto/request_op.h"
+#include "ucp/proto/slice_executor.h"
+
+namespace mc::ucp::proto {
+
+/// What one active message carries and how.
+struct AmParams {
+  uint16_t am_id = 0;  ///< the receiver's handler id
+  const void* buffer = nullptr;
+  size_t length = 0;
+  ProtoKind kind = ProtoKind::Bcopy;
+  uint64_t sender_uuid = 0;   ///< identifies the sender's fragments
+  uint64_t message_id = 0;    ///< unique per sender
+  std::vector<size_t> lanes;  ///< endpoint lanes; slices index this vector
+  std::vector<Slice> slices;  ///< one slice: a whole message; more: fragments
+  const MemHandle* memh = nullptr;
+  ExecutorParams exec;
+};
+
+/// The payload bytes one fragment (or whole message) carries on `lane` for
+/// `kind`, UCP headers excluded; 0 when the lane cannot carry it.
+size_t am_fragment_capacity(const LaneRuntime& lane, ProtoKind kind, bool whole);
+
+/// Sends each slice as a UCT active message with the UCP header of
+/// am_wire.h, by short, bcopy or zcopy as the kind and the lane allow.
+class AmOp : public RequestOp, private SliceIssuer {
+ public:
+  AmOp(const std::vector<LaneRuntime>* ep_lanes, AmParams params);
+
+  ucs::Status progress() override { return executor_.progress(); }
+  void abort() override { executor_.abort(); }
+  size_t in_flight() const override { return orphaned_ ? 0 : executor_.in_flight(); }
+  void orphan() override { orphaned_ = true; }
+
+ private:
+  using Header = std::array<uint8_t, kAmFragHeader>;
+  ucs::Status issue(size_t lane, const Slice& slice, uct::Completion* comp) override;
+  ucs::Status lane_status(size_t lane) const override;
+  /// The header of a slice; stable in memory until this op goes.
+  const Header& header(const Slice& s, bool whole);
+
+  const std::vector<LaneRuntime>* ep_lanes_;
+  AmParams params_;
+  LocalRegs regs_;
+  std::map<size_t, Header> headers_;  ///< by slice offset
+  SliceExecutor executor_;
+  bool orphaned_ = false;
+};
+
+}  // namespace mc::ucp::proto

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// Protocol tables of an endpoint configuration.
+#include "ucp/proto/ep_protocols.h"
+
+#include <algorithm>
+
+#include "ucp/proto/am_wire.h"
+
+namespace mc::ucp::proto {
+
+LanePerf lane_perf(Op op, const wireup::Candidate& c, const wireup::LocalResource& l, size_t lane) {
+  const uct::IfaceAttr& a = l.attr;
+  LanePerf p;
+  p.lane = lane;
+  p.latency = c.latency;
+  p.overhead = a.overhead;
+  p.bandwidth = c.bandwidth > 0 ? c.bandwidth : 1.0;
+  p.reg_cost = l.reg_cost;
+  switch (op) {
+    case Op::Put:
+      p.has_short = (a.cap & uct::kCapPutShort) && a.put.max_short > 0;
+      p.has_bcopy = (a.cap & uct::kCapPutBcopy) && a.put.max_bcopy > 0;
+      p.has_zcopy = (a.cap & uct::kCapPutZcopy) && a.put.max_zcopy > 0;
+      p.max_short = a.put.max_short;
+      p.max_bcopy = a.put.max_bcopy;
+      p.max_zcopy = a.put.max_zcopy;
+      break;
+    case Op::Get:
+      p.has_bcopy = (a.cap & uct::kCapGetBcopy) && a.get.max_bcopy > 0;
+      p.has_zcopy = (a.cap & uct::kCapGetZcopy) && a.get.max_zcopy > 0;
+      p.max_bcopy = a.get.max_bcopy;
+      p.max_zcopy = a.get.max_zcopy;
+      break;
+    case Op::Am:
+      p.has_short = (a.cap & uct::kCapAmShort) && a.am.max_short > kAmSingleHeader;
+      p.has_bcopy = (a.cap & uct::kCapAmBcopy) && a.am.max_bcopy > kAmFragHeader;
+      p.has_zcopy = (a.cap & uct::kCapAmZcopy) && a.am.max_zcopy > kAmFragHeader &&
+                    a.am.max_hdr >= kAmFragHeader;
+      p.max_short = p.has_short ? a.am.max_short - kAmSingleHeader : 0;
+      p.max_bcopy = p.has_bcopy ? a.am.max_bcopy - kAmFragHeader : 0;
+      p.max_zcopy = p.has_zcopy ? a.am.max_zcopy - kAmFragHeader : 0;  // header counted in
+      break;
+  }
+  return p;
+}
+
+namespace {
+
+ProtoTable build_table(Op op, bool registered, const wireup::LaneSelection& sel,
+                       const std::vector<wireup::LocalResource>& local,
+                       const EpProtoParams& params) {
+  const bool am = op == Op::Am;
+  const int single = am ? sel.am_lane : (sel.rma_lanes.empty() ? -1 : int(sel.rma_lanes[0]));
+  if (single < 0) return ProtoTable(op, {});
+  auto perf = [&](size_t lane) {
+    const wireup::Candidate& c = sel.candidate_of(lane);
+    return lane_perf(op, c, local[c.local], lane);
+  };
+  ProtoSelectParams p;
+  p.op = op;
+  p.single = perf(static_cast<size_t>(single));
+  const std::vector<size_t>& rails = am ? sel.am_bw_lanes : sel.rma_bw_lanes;
+  if (rails.size() >= 2) {
+    for (size_t lane : rails) {
+      LanePerf r = perf(lane);
+      if (r.has_zcopy) p.rails.push_back(r);
+    }
+    if (p.rails.size() < 2) p.rails.clear();
+  }
+  p.slice_size = params.slice_size;
+  p.copy_bandwidth = params.copy_bandwidth;
+  p.registered = registered;
+  p.bcopy_thresh = params.bcopy_thresh;
+  p.zcopy_thresh = params.zcopy_thresh;
+  return select_protocols(p);
+}
+
+}  // namespace
+
+EpProtocols EpProtocols::build(const wireup::LaneSelection& sel,
+                               const std::vector<wireup::LocalResource>& local,
+                               const EpProtoParams& params) {
+  EpProtocols e;
+  for (Op op : {Op::Put, Op::Get, Op::Am}) {
+    for (bool registered : {false, true}) {
+      e.tables_[static_cast<size_t>(op)][registered ? 1 : 0] =
+          build_table(op, registered, sel, local, params);
+    }
+  }
+  return e;
+}
+
+void EpProtocols::print(std::ostream& os) const {
+  for (bool registered : {false, true}) {
+    os << (registered ? " with a registered buffer:\n" : " with an unregistered buffer:\n");
+    for (Op op : {Op::Put, Op::Get, Op::Am}) {
+      const ProtoTable& t = table(op, registered);
+      if (t.ranges().empty()) os << "  " << op_name(op) << ": no protocol (no lane)\n";
+      t.print(os);
+    }
+  }
+}
+
+}  // namespace mc::ucp::proto

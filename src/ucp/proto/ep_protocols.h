@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// EpProtocols: the protocol tables of one endpoint configuration (every
+// operation, with and without a user registration), built from its lanes.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <vector>
+
+#include "ucp/proto/proto_select.h"
+#include "ucp/wireup/lane_select.h"
+
+namespace mc::ucp::proto {
+
+/// Knobs of the tables (from the context configuration).
+struct EpProtoParams {
+  size_t slice_size = 65536;
+  std::optional<size_t> bcopy_thresh;
+  std::optional<size_t> zcopy_thresh;
+  double copy_bandwidth = 8e9;
+};
+
+/// The tables of put, get and am, each for an unregistered and a registered
+/// user buffer. Immutable once built; shared by endpoints of one config.
+class EpProtocols {
+ public:
+  /// The table of `op` for a buffer that is (or is not) registered.
+  const ProtoTable& table(Op op, bool registered) const {
+    return tables_[static_cast<size_t>(op)][registered ? 1 : 0];
+  }
+  /// Every table, unregistered then registered buffers.
+  void print(std::ostream& os) const;
+
+  /// Builds the tables from a lane selection over `local` resources. Pure.
+  static EpProtocols build(const wireup::LaneSelection& sel,
+                           const std::vector<wireup::LocalResource>& local,
+                           const EpProtoParams& params);
+
+ private:
+  ProtoTable tables_[3][2];
+};
+
+/// The figures of endpoint lane `lane` (candidate `c` over resource `l`) for
+/// `op`, with UCP's headers taken off the payload limits. Pure.
+LanePerf lane_perf(Op op, const wireup::Candidate& c, const wireup::LocalResource& l, size_t lane);
+
+}  // namespace mc::ucp::proto

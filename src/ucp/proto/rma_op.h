@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// RmaOp: a put or a get, cut into slices over one or several lanes.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ucp/api/rkey.h"
+#include "ucp/proto/lane_runtime.h"
+#include "ucp/proto/proto_select.h"
+#include "ucp/proto/request_op.h"
+#include "ucp/proto/slice_executor.h"
+
+namespace mc::ucp::proto {
+
+/// What one put or get moves and how.
+struct RmaParams {
+  Op op = Op::Put;         ///< Put or Get
+  void* buffer = nullptr;  ///< local source (put) or destination (get)
+  size_t length = 0;
+  uint64_t remote_addr = 0;
+  ProtoKind kind = ProtoKind::Bcopy;
+  std::vector<size_t> lanes;  ///< endpoint lanes; slices index this vector
+  std::vector<Slice> slices;
+  const Rkey* rkey = nullptr;
+  const MemHandle* memh = nullptr;
+  ExecutorParams exec;
+};
+
+/// Issues each slice with the kind's UCT call on its lane, falling back to
+/// the other copy mode when a slice does not fit the lane it moved to.
+class RmaOp : public RequestOp, private SliceIssuer {
+ public:
+  RmaOp(const std::vector<LaneRuntime>* ep_lanes, RmaParams params);
+
+  ucs::Status progress() override { return executor_.progress(); }
+  void abort() override { executor_.abort(); }
+  size_t in_flight() const override { return orphaned_ ? 0 : executor_.in_flight(); }
+  void orphan() override { orphaned_ = true; }
+  /// The executor, for statistics and tests.
+  const SliceExecutor& executor() const { return executor_; }
+
+ private:
+  ucs::Status issue(size_t lane, const Slice& slice, uct::Completion* comp) override;
+  ucs::Status lane_status(size_t lane) const override;
+  ucs::Status issue_zcopy(size_t ep_lane, const Slice& s, const uct::Rkey& rkey,
+                          uct::Completion* comp);
+  ucs::Status issue_bcopy(size_t ep_lane, const Slice& s, const uct::Rkey& rkey,
+                          uct::Completion* comp);
+
+  const std::vector<LaneRuntime>* ep_lanes_;
+  RmaParams params_;
+  LocalRegs regs_;
+  SliceExecutor executor_;
+  bool orphaned_ = false;
+};
+
+}  // namespace mc::ucp::proto

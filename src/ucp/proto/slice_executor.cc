@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// SliceExecutor.
+#include "ucp/proto/slice_executor.h"
+
+namespace mc::ucp::proto {
+
+using ucs::Status;
+
+SliceExecutor::SliceExecutor(std::vector<Slice> slices, const ExecutorParams& params,
+                             SliceIssuer* issuer)
+    : states_(slices.size()),
+      params_(params),
+      issuer_(issuer),
+      queues_(params.lanes),
+      lane_in_flight_(params.lanes, 0),
+      lane_failed_(params.lanes, false) {
+  for (size_t i = 0; i < slices.size(); ++i) {
+    State& st = states_[i];
+    st.slice = slices[i];
+    if (st.slice.lane >= params_.lanes) st.slice.lane = 0;
+    st.owner = this;
+    st.index = i;
+    queues_[st.slice.lane].push_back(i);
+  }
+  if (states_.empty()) final_ = Status::Ok;
+}
+
+std::vector<Slice> SliceExecutor::slices() const {
+  std::vector<Slice> out;
+  for (const State& st : states_) out.push_back(st.slice);
+  return out;
+}
+
+void SliceExecutor::on_completion(uct::Completion* comp) {
+  auto* st = static_cast<State*>(comp->arg);
+  SliceExecutor* self = st->owner;
+  --self->in_flight_;
+  --self->lane_in_flight_[st->slice.lane];
+  if (self->final_ != Status::InProgress) return;  // aborted or already failed
+  if (is_error(comp->status)) {
+    self->fail_slice(st->index, comp->status);
+  } else {
+    ++self->done_;
+  }
+}
+
+Status SliceExecutor::progress() {
+  for (size_t lane = 0; lane < queues_.size() && final_ == Status::InProgress; ++lane) {
+    if (lane_failed_[lane]) continue;
+    const Status ls = issuer_->lane_status(lane);
+    if (is_error(ls)) {
+      fail_lane(lane, ls);
+      continue;
+    }
+    post_lane(lane);
+  }
+  if (final_ == Status::InProgress && done_ == states_.size()) final_ = Status::Ok;
+  return final_;
+}
+
+void SliceExecutor::post_lane(size_t lane) {
+  std::deque<size_t>& q = queues_[lane];
+  while (!q.empty() && lane_in_flight_[lane] < params_.max_in_flight &&
+         final_ == Status::InProgress && !lane_failed_[lane]) {
+    const size_t index = q.front();
+    State& st = states_[index];
+    st.slice.lane = lane;
+    st.comp = uct::Completion{};
+    st.comp.func = &SliceExecutor::on_completion;
+    st.comp.arg = &st;
+    const Status s = issuer_->issue(lane, st.slice, &st.comp);
+    if (s == Status::NoResource) return;
+    q.pop_front();
+    if (s == Status::Ok) {
+      ++done_;
+    } else if (s == Status::InProgress) {
+      ++in_flight_;
+      ++lane_in_flight_[lane];
+    } else {
+      fail_slice(index, s);
+    }
+  }
+}
+
+void SliceExecutor::fail_slice(size_t index, Status status) {
+  State& st = states_[index];
+  if (first_error_ == Status::Ok) first_error_ = status;
+  fail_lane(st.slice.lane, status);
+  if (final_ != Status::InProgress) return;
+  if (++st.tries > params_.retry_cnt || !requeue(index)) final_ = first_error_;
+}
+
+void SliceExecutor::fail_lane(size_t lane, Status status) {
+  if (first_error_ == Status::Ok) first_error_ = status;
+  if (lane_failed_[lane]) return;
+  lane_failed_[lane] = true;
+  std::deque<size_t> waiting;
+  waiting.swap(queues_[lane]);
+  for (size_t index : waiting) {
+    if (!requeue(index)) {
+      final_ = first_error_;
+      return;
+    }
+  }
+}
+
+// Puts a slice at the front of the least loaded healthy lane.
+bool SliceExecutor::requeue(size_t index) {
+  size_t best = queues_.size();
+  for (size_t l = 0; l < queues_.size(); ++l) {
+    if (lane_failed_[l] || is_error(issuer_->lane_status(l))) continue;
+    if (best == queues_.size() ||
+        queues_[l].size() + lane_in_flight_[l] < queues_[best].size() + lane_in_flight_[best]) {
+      best = l;
+    }
+  }
+  if (best == queues_.size()) return false;
+  ++retries_;
+  states_[index].slice.lane = best;
+  queues_[best].push_front(index);
+  return true;
+}
+
+void SliceExecutor::abort() {
+  if (final_ == Status::InProgress) final_ = Status::Canceled;
+}
+
+}  // namespace mc::ucp::proto

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: Apache-2.0
+// UCP end to end in one process: put, get and active messages at every size
+// class of the protocol tables, with data checked, over self (one worker
+// talking to itself), tcp and sm (two workers), and tcp+sm together (two
+// rails); flush, close, and a request deadline giving Timeout.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "ucp/api/ucp.h"
+#include "ucp/proto/request_op.h"
+#include "uct/base/component_loader.h"
+
+namespace mc::ucp::test {
+namespace {
+
+using ucs::Result;
+using ucs::Status;
+
+uint8_t pattern(uint64_t seed, size_t i) {
+  return static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff);
+}
+
+std::vector<uint8_t> filled(size_t n, uint64_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = pattern(seed, i);
+  return v;
+}
+
+bool have_tl(const std::string& tl) {
+  return uct::find_component(tl) != nullptr;
+}
+
+// One or two workers of one context, an endpoint from the first to the last.
+class UcpE2e : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    // "tls" or "tls+variant": +bcopy forces bcopy everywhere (fragmented
+    // active messages and puts), +rails adds a second eager rail.
+    const std::string param = GetParam();
+    const std::string tls = param.substr(0, param.find('+'));
+    const std::string variant =
+        param.find('+') == std::string::npos ? "" : param.substr(param.find('+') + 1);
+    for (const std::string& tl : ucs::config::split_list(tls)) {
+      if (!have_tl(tl)) GTEST_SKIP() << tl << " transport is not available";
+    }
+    env_ = {{"MC_TLS", tls}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
+    if (variant == "bcopy") {
+      env_["MC_BCOPY_THRESH"] = "0";
+      env_["MC_ZCOPY_THRESH"] = "inf";
+    } else if (variant == "rails") {
+      env_["MC_MAX_EAGER_RAILS"] = "2";
+      env_["MC_SLICE_SIZE"] = "256k";
+    }
+    Result<ucs::config::Sources> sources = ucs::config::Sources::from(env_, {});
+    ASSERT_TRUE(sources.ok());
+    sources_ = std::move(*sources);
+    ContextParams params;
+    params.sources = &sources_;
+    Result<std::unique_ptr<Context>> ctx = Context::create(params);
+    ASSERT_TRUE(ctx.ok());
+    ctx_ = std::move(*ctx);
+    for (int i = 0; i < (tls == "self" ? 1 : 2); ++i) {
+      Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
+      ASSERT_TRUE(w.ok()) << ucs::status_string(w.status());
+      workers_.push_back(std::move(*w));
+    }
+    Result<std::unique_ptr<Endpoint>> ep = sender().ep_create(receiver().address());
+    ASSERT_TRUE(ep.ok()) << ucs::status_string(ep.status());
+    ep_ = std::move(*ep);
+  }
+
+  void TearDown() override {
+    ep_.reset();
+    workers_.clear();
+    ctx_.reset();
+  }
+
+  Worker& sender() { return *workers_.front(); }
+  Worker& receiver() { return *workers_.back(); }
+
+  // Progresses every worker until `r` completes; returns its status.
+  Status wait(const std::shared_ptr<Request>& r) {
+    while (!r->completed()) {
+      for (auto& w : workers_) w->progress();
+    }
+    return r->status();
+  }
+
+  Status wait(Result<std::shared_ptr<Request>> r) {
+    if (!r.ok()) return r.status();
+    return wait(*r);
+  }
+
+  // Sizes worth moving: each range's edges of every table, and a few more.
+  std::vector<size_t> sizes(proto::Op op) const {
+    std::vector<size_t> out = {0, 1, 7, 8, 100, 4096, 65536, 65536 * 3 + 1000, size_t{4} << 20};
+    for (bool reg : {false, true}) {
+      for (const proto::ProtoRange& r : ep_->protocols().table(op, reg).ranges()) {
+        if (r.min > (size_t{8} << 20)) continue;
+        out.push_back(r.min);
+        if (r.min > 0) out.push_back(r.min - 1);
+        if (r.max < (size_t{8} << 20)) out.push_back(r.max);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  std::map<std::string, std::string> env_;
+  ucs::config::Sources sources_;
+  std::unique_ptr<Context> ctx_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<Endpoint> ep_;
+};
+
+TEST_P(UcpE2e, PutAndGetEverySizeClass) {
+  const size_t max = size_t{8} << 20;
+  std::vector<uint8_t> target(max, 0);
+  Result<std::unique_ptr<MemHandle>> tmh = MemHandle::map(*ctx_, target.data(), target.size());
+  ASSERT_TRUE(tmh.ok());
+  Result<std::vector<uint8_t>> packed = (*tmh)->rkey_pack();
+  ASSERT_TRUE(packed.ok());
+  Result<std::unique_ptr<Rkey>> rkey = ep_->rkey_unpack(*packed);
+  ASSERT_TRUE(rkey.ok());
+  const uint64_t base = reinterpret_cast<uintptr_t>(target.data());
+  for (size_t n : sizes(proto::Op::Put)) {
+    for (bool registered : {false, true}) {
+      SCOPED_TRACE("size " + std::to_string(n) + (registered ? " registered" : ""));
+      std::vector<uint8_t> src = filled(n, n + registered);
+      std::unique_ptr<MemHandle> smh;
+      RequestParams params;
+      if (registered && n > 0) {
+        smh = std::move(*MemHandle::map(*ctx_, src.data(), n));
+        params.memh = smh.get();
+      }
+      ASSERT_EQ(wait(ep_->put_nbx(src.data(), n, base, **rkey, params)), Status::Ok);
+      ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+      ASSERT_TRUE(std::equal(src.begin(), src.end(), target.begin()));
+      std::vector<uint8_t> back(n, 0xee);
+      std::unique_ptr<MemHandle> bmh;
+      if (registered && n > 0) {
+        bmh = std::move(*MemHandle::map(*ctx_, back.data(), n));
+        params.memh = bmh.get();
+      }
+      ASSERT_EQ(wait(ep_->get_nbx(back.data(), n, base, **rkey, params)), Status::Ok);
+      ASSERT_EQ(back, src);
+    }
+  }
+}
+
+TEST_P(UcpE2e, ActiveMessagesEverySizeClass) {
+  std::vector<std::vector<uint8_t>> received;
+  receiver().set_am_handler(5, [&](const void* data, size_t length) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    received.emplace_back(p, p + length);
+  });
+  for (size_t n : sizes(proto::Op::Am)) {
+    SCOPED_TRACE("size " + std::to_string(n));
+    received.clear();
+    const std::vector<uint8_t> msg = filled(n, n + 3);
+    bool called = false;
+    RequestParams params;
+    params.callback = [&called](Status s) { called = s == Status::Ok; };
+    ASSERT_EQ(wait(ep_->am_send_nbx(5, msg.data(), n, params)), Status::Ok);
+    EXPECT_TRUE(called);
+    for (int i = 0; i < 100000 && received.empty(); ++i) {
+      for (auto& w : workers_) w->progress();
+    }
+    ASSERT_EQ(received.size(), 1u);
+    ASSERT_EQ(received[0], msg);
+  }
+}
+
+TEST_P(UcpE2e, RkeyRangeIsChecked) {
+  std::vector<uint8_t> target(4096);
+  auto tmh = MemHandle::map(*ctx_, target.data(), target.size());
+  ASSERT_TRUE(tmh.ok());
+  auto rkey = ep_->rkey_unpack(*(*tmh)->rkey_pack());
+  ASSERT_TRUE(rkey.ok());
+  std::vector<uint8_t> src(8192);
+  EXPECT_EQ(ep_->put_nbx(src.data(), src.size(), reinterpret_cast<uintptr_t>(target.data()), **rkey)
+                .status(),
+            Status::InvalidParam);
+  std::vector<uint8_t> junk = {1, 2, 3};
+  EXPECT_EQ(ep_->rkey_unpack(junk).status(), Status::InvalidParam);
+}
+
+TEST_P(UcpE2e, WorkerFlushAndClose) {
+  EXPECT_EQ(wait(sender().flush()), Status::Ok);
+  EXPECT_EQ(wait(ep_->close(CloseMode::Flush)), Status::Ok);
+  std::vector<uint8_t> msg(10);
+  EXPECT_EQ(ep_->am_send_nbx(1, msg.data(), msg.size()).status(), Status::Canceled);
+}
+
+TEST_P(UcpE2e, LanesAndProtocolsArePrintable) {
+  std::ostringstream os;
+  ep_->print(os);
+  EXPECT_NE(os.str().find("lane 0"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("put 0.."), std::string::npos) << os.str();
+}
+
+// A protocol that never completes: only the deadline ends it.
+class NeverOp : public proto::RequestOp {
+ public:
+  Status progress() override { return aborted ? Status::Canceled : Status::InProgress; }
+  void abort() override { aborted = true; }
+  size_t in_flight() const override { return 0; }
+  void orphan() override {}
+  bool aborted = false;
+};
+
+TEST_P(UcpE2e, DeadlineGivesTimeout) {
+  RequestParams params;
+  params.timeout = std::chrono::milliseconds(50);
+  Status seen = Status::Ok;
+  params.callback = [&seen](Status s) { seen = s; };
+  auto op = std::make_unique<NeverOp>();
+  NeverOp* raw = op.get();
+  std::shared_ptr<Request> r = sender().submit(std::move(op), params);
+  EXPECT_EQ(r->status(), Status::InProgress);
+  EXPECT_EQ(r->wait(), Status::Timeout);
+  EXPECT_EQ(seen, Status::Timeout);
+  EXPECT_TRUE(raw->aborted);
+}
+
+TEST_P(UcpE2e, CancelAndForceClose) {
+  auto r = sender().submit(std::make_unique<NeverOp>(), RequestParams{}, ep_.get());
+  EXPECT_EQ(ep_->close(CloseMode::Force).status(), Status::Ok);
+  EXPECT_EQ(r->status(), Status::Canceled);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucp, UcpE2e,
+                         testing::Values("self", "tcp", "sm", "sm,tcp", "self+bcopy", "tcp+bcopy",
+                                         "sm,tcp+rails"),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), ',', '_');
+                           std::replace(n.begin(), n.end(), '+', '_');
+                           return n;
+                         });
+
+TEST(UcpWorker, GarbageAddressIsInvalidParam) {
+  Result<ucs::config::Sources> sources = ucs::config::Sources::from({{"MC_TLS", "self"}}, {});
+  ASSERT_TRUE(sources.ok());
+  ContextParams params;
+  params.sources = &*sources;
+  auto ctx = Context::create(params);
+  ASSERT_TRUE(ctx.ok());
+  auto worker = Worker::create(**ctx);
+  ASSERT_TRUE(worker.ok());
+  std::vector<uint8_t> junk(64, 0x5a);
+  EXPECT_EQ((*worker)->ep_create(junk).status(), Status::InvalidParam);
+  std::vector<uint8_t> address = (*worker)->address();
+  address[4] = 99;  // a future version
+  EXPECT_EQ((*worker)->ep_create(address).status(), Status::InvalidParam);
+}
+
+TEST(UcpWorker, UnreachablePeerIsReported) {
+  // self reaches only its own worker: a second worker is unreachable.
+  Result<ucs::config::Sources> sources = ucs::config::Sources::from({{"MC_TLS", "self"}}, {});
+  ASSERT_TRUE(sources.ok());
+  ContextParams params;
+  params.sources = &*sources;
+  auto ctx = Context::create(params);
+  ASSERT_TRUE(ctx.ok());
+  auto a = Worker::create(**ctx);
+  auto b = Worker::create(**ctx);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ((*a)->ep_create((*b)->address()).status(), Status::Unreachable);
+}
+
+}  // namespace
+}  // namespace mc::ucp::test

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+// Lane selection on synthetic attributes: no transport is opened.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "ucp/wireup/lane_select.h"
+
+namespace mc::ucp::test {
+namespace {
+
+using namespace wireup;
+
+constexpr uint64_t kAllCaps = uct::kCapAmShort | uct::kCapAmBcopy | uct::kCapAmZcopy |
+                              uct::kCapPutShort | uct::kCapPutBcopy | uct::kCapPutZcopy |
+                              uct::kCapGetBcopy | uct::kCapGetZcopy | uct::kCapConnectToIface;
+
+LocalResource nic(const std::string& dev, double latency, double bandwidth,
+                  const std::string& tl = "rc_mlx5") {
+  LocalResource l;
+  l.tl_name = tl;
+  l.dev_name = dev;
+  l.md_name = tl;
+  l.attr.cap = kAllCaps;
+  l.attr.latency = uct::LinearFunc{latency, 0};
+  l.attr.bandwidth = uct::Bandwidth{bandwidth, 0};
+  l.attr.overhead = 50e-9;
+  l.attr.put = l.attr.get = l.attr.am = uct::OpLimits{128, 8192, 0, 1u << 30, 8, 64};
+  return l;
+}
+
+AddressEntry peer_of(const LocalResource& l) {
+  AddressEntry e;
+  e.component = e.md_name = e.tl_name = l.tl_name;
+  e.dev_name = l.dev_name;
+  e.summary = IfaceSummary{l.attr.cap,
+                           l.attr.latency.c,
+                           l.attr.bandwidth.total(),
+                           l.attr.overhead,
+                           0,
+                           uct::mem_type_bit(uct::MemType::Host)};
+  return e;
+}
+
+// Each local NIC reaches the peer's NIC of the same name only (one fabric each).
+ReachFn same_fabric(const std::vector<LocalResource>& local,
+                    const std::vector<AddressEntry>& remote) {
+  return [&local, &remote](size_t li, size_t ri, std::string* reason) {
+    if (local[li].dev_name == remote[ri].dev_name) return true;
+    *reason = "different fabric";
+    return false;
+  };
+}
+
+std::string dev_of(const LaneSelection& s, const std::vector<LocalResource>& local, size_t lane) {
+  return local[s.lanes[lane].local].dev_name;
+}
+
+TEST(UcpLanes, FasterNicWinsSmallMessagesOnlyWithLowerLatency) {
+  // nic0: 25 GB/s but 3 us; nic1: 12.5 GB/s and 1 us.
+  std::vector<LocalResource> local = {nic("nic0", 3e-6, 25e9), nic("nic1", 1e-6, 12.5e9)};
+  std::vector<AddressEntry> remote = {peer_of(local[0]), peer_of(local[1])};
+  LaneSelection s = select_lanes(local, remote, same_fabric(local, remote), {});
+  ASSERT_GE(s.am_lane, 0);
+  EXPECT_EQ(dev_of(s, local, static_cast<size_t>(s.am_lane)), "nic1");  // lower latency
+  ASSERT_EQ(s.rma_lanes.size(), 1u);
+  EXPECT_EQ(dev_of(s, local, s.rma_lanes[0]), "nic0");  // 256 KiB: bandwidth wins
+  ASSERT_GE(s.rma_bw_lanes.size(), 1u);
+  EXPECT_EQ(dev_of(s, local, s.rma_bw_lanes[0]), "nic0");
+
+  // Make the fast NIC also the lower-latency one: it takes small messages too.
+  local[0].attr.latency.c = 0.5e-6;
+  remote[0] = peer_of(local[0]);
+  s = select_lanes(local, remote, same_fabric(local, remote), {});
+  EXPECT_EQ(dev_of(s, local, static_cast<size_t>(s.am_lane)), "nic0");
+}
+
+TEST(UcpLanes, TwoEqualNicsAreBothBandwidthLanes) {
+  std::vector<LocalResource> local = {nic("nic0", 1e-6, 12.5e9), nic("nic1", 1e-6, 12.5e9)};
+  std::vector<AddressEntry> remote = {peer_of(local[0]), peer_of(local[1])};
+  LaneSelection s = select_lanes(local, remote, same_fabric(local, remote), {});
+  ASSERT_EQ(s.rma_bw_lanes.size(), 2u);
+  EXPECT_NE(dev_of(s, local, s.rma_bw_lanes[0]), dev_of(s, local, s.rma_bw_lanes[1]));
+  // Ties go to the lower index.
+  EXPECT_EQ(dev_of(s, local, static_cast<size_t>(s.am_lane)), "nic0");
+}
+
+TEST(UcpLanes, RailLimitAndDistinctDevices) {
+  // Full mesh: each local NIC reaches both remote NICs.
+  std::vector<LocalResource> local = {nic("nic0", 1e-6, 12.5e9), nic("nic1", 1e-6, 12.5e9)};
+  std::vector<AddressEntry> remote = {peer_of(local[0]), peer_of(local[1])};
+  ReachFn all = [](size_t, size_t, std::string*) { return true; };
+  LaneSelectParams p;
+  p.max_rma_rails = 2;
+  LaneSelection s = select_lanes(local, remote, all, p);
+  ASSERT_EQ(s.rma_bw_lanes.size(), 2u);
+  const Lane& a = s.lanes[s.rma_bw_lanes[0]];
+  const Lane& b = s.lanes[s.rma_bw_lanes[1]];
+  EXPECT_NE(a.local, b.local);
+  EXPECT_NE(a.remote, b.remote);
+  p.max_rma_rails = 1;
+  s = select_lanes(local, remote, all, p);
+  EXPECT_EQ(s.rma_bw_lanes.size(), 1u);
+  bool rail_limit = false;
+  for (const Rejection& r : s.rejections) rail_limit |= r.reason == RejectReason::RailLimit;
+  EXPECT_TRUE(rail_limit);
+}
+
+TEST(UcpLanes, RejectionsKeepTheirReasons) {
+  std::vector<LocalResource> local = {nic("nic0", 1e-6, 12.5e9), nic("nic1", 1e-6, 12.5e9),
+                                      nic("memory", 0.3e-6, 10e9, "sm")};
+  local[1].enabled = false;
+  local[1].disabled_reason = "filtered by MC_TLS=^nic1";
+  std::vector<AddressEntry> remote = {peer_of(local[0]), peer_of(local[1])};
+  AddressEntry gpu = peer_of(nic("gpu0", 1e-6, 1e9, "cuda_ipc"));
+  remote.push_back(gpu);
+  ReachFn reach = [](size_t, size_t, std::string* reason) {
+    *reason = "different fabric";
+    return false;
+  };
+  LaneSelection s = select_lanes(local, remote, reach, {});
+  EXPECT_TRUE(s.lanes.empty());
+  std::ostringstream os;
+  s.print(os);
+  const std::string text = os.str();
+  EXPECT_NE(text.find("filtered by MC_TLS=^nic1"), std::string::npos) << text;
+  EXPECT_NE(text.find("unreachable: different fabric"), std::string::npos) << text;
+  EXPECT_NE(text.find("no local cuda_ipc iface"), std::string::npos) << text;
+  EXPECT_NE(text.find("the peer has no sm iface"), std::string::npos) << text;
+}
+
+TEST(UcpLanes, LowerScoreAndMemoryTypeAreReported) {
+  std::vector<LocalResource> local = {nic("nic0", 1e-6, 12.5e9), nic("nic1", 2e-6, 12.5e9)};
+  std::vector<AddressEntry> remote = {peer_of(local[0]), peer_of(local[1])};
+  LaneSelectParams p;
+  p.mem_type = uct::MemType::Cuda;
+  local[1].attr.access_mem_types |= uct::mem_type_bit(uct::MemType::Cuda);
+  LaneSelection s = select_lanes(local, remote, same_fabric(local, remote), p);
+  ASSERT_EQ(s.rma_lanes.size(), 1u);
+  EXPECT_EQ(dev_of(s, local, s.rma_lanes[0]), "nic1");  // only nic1 reaches cuda memory
+  bool lower = false, memtype = false;
+  for (const Rejection& r : s.rejections) {
+    lower |= r.reason == RejectReason::LowerScore && r.role == "am";
+    memtype |= r.role == "rma-bw" && r.reason == RejectReason::MemType;
+  }
+  EXPECT_TRUE(lower);
+  EXPECT_TRUE(memtype);
+}
+
+TEST(UcpLanes, MuchSlowerRailIsNotUsed) {
+  std::vector<LocalResource> local = {nic("nic0", 1e-6, 25e9), nic("nic1", 1e-6, 0.1e9)};
+  std::vector<AddressEntry> remote = {peer_of(local[0]), peer_of(local[1])};
+  LaneSelection s = select_lanes(local, remote, same_fabric(local, remote), {});
+  EXPECT_EQ(s.rma_bw_lanes.size(), 1u);
+}
+
+TEST(UcpLanes, EagerRails) {
+  std::vector<LocalResource> local = {nic("nic0", 1e-6, 12.5e9), nic("nic1", 1e-6, 12.5e9)};
+  std::vector<AddressEntry> remote = {peer_of(local[0]), peer_of(local[1])};
+  LaneSelectParams p;
+  p.max_eager_rails = 2;
+  LaneSelection s = select_lanes(local, remote, same_fabric(local, remote), p);
+  ASSERT_EQ(s.am_bw_lanes.size(), 2u);
+  EXPECT_EQ(static_cast<int>(s.am_bw_lanes[0]), s.am_lane);
+}
+
+}  // namespace
+}  // namespace mc::ucp::test

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs mc_perftest in loopback (-l) and client/server mode over self, tcp and
+# sm at a few sizes with small iteration counts; checks that every run exits 0
+# and prints sane numbers (CSV: the iteration count asked for, positive and
+# bounded latency, bandwidth = size x message rate, latency = 1 / rate), and
+# that bad command lines, a server that never comes and a peer that dies end
+# in a bounded time with the right exit status.
+#
+#   test/integration/perftest_check.sh <build-dir>
+#   PERFTEST_TLS="self sm" test/integration/perftest_check.sh build   # a subset
+set -uo pipefail
+
+build_dir=${1:?usage: $0 <build-dir>}
+perftest=$build_dir/src/tools/perf/mc_perftest
+[ -x "$perftest" ] || { echo "no mc_perftest in $build_dir (build it first)"; exit 1; }
+tls=${PERFTEST_TLS:-self tcp sm}
+limit=60                          # seconds any one run may take
+port=$((20000 + $$ % 20000))      # control ports, one per client/server run
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"; jobs -p | xargs -r kill 2>/dev/null' EXIT
+
+failures=0
+passes=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok:   $*"; passes=$((passes + 1)); }
+
+# Checks the CSV of one run: header, then iterations,pct_lat,avg_lat,
+# overall_lat,avg_bw,overall_bw,avg_mr,overall_mr.
+check_csv() {  # <file> <iterations> <message size> <pingpong: 1|0>
+  awk -F, -v n="$2" -v size="$3" -v pp="$4" '
+    NR == 1 {
+      if ($0 !~ /^iterations,[0-9.]+_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr$/) {
+        print "bad CSV header: " $0; exit 1
+      }
+      next
+    }
+    /^#/ { next }
+    {
+      rows++
+      if (NF != 8) { print "bad CSV row: " $0; exit 1 }
+      if ($1 != n) { print "iterations " $1 ", expected " n; exit 1 }
+      lat = $4; bw = $6; mr = $8
+      if (!(lat > 0 && lat < 100000)) { print "overall latency " lat " usec is not sane"; exit 1 }
+      if (!(bw > 0 && mr > 0)) { print "bandwidth " bw " / message rate " mr " not positive"; exit 1 }
+      # bandwidth (MB = 2^20 B) is size x rate, up to the printed rounding.
+      want = size * mr / 1048576
+      if ((bw - want) > 0.006 + 0.02 * want || (want - bw) > 0.006 + 0.02 * want) {
+        print "bandwidth " bw " MB/s does not match " size " B x " mr " msg/s"; exit 1
+      }
+      # latency is the time per iteration (half of it for ping-pong).
+      per = 1e6 / mr / (pp ? 2 : 1)
+      if ((lat - per) > 0.002 + 0.03 * per || (per - lat) > 0.002 + 0.03 * per) {
+        print "latency " lat " usec does not match the rate " mr " msg/s"; exit 1
+      }
+    }
+    END { if (rows != 1) { print rows + 0 " result rows, expected 1"; exit 1 } }
+  ' "$1"
+}
+
+pingpong() { case $1 in *_lat) echo 1 ;; *) echo 0 ;; esac; }
+
+# run_loopback <tl> <test> <size> <iters> [options...]
+run_loopback() {
+  local tl=$1 test=$2 size=$3 iters=$4; shift 4
+  local out=$tmp/out.csv what="loopback $tl $test -s $size $*" bytes=$(( ${size//,/+} ))
+  local rc=0
+  timeout $limit "$perftest" -l -x "$tl" -t "$test" -s "$size" -n "$iters" -w 10 -v \
+    --timeout 20 "$@" > "$out" 2> "$tmp/err" || rc=$?
+  if [ $rc -ne 0 ]; then
+    fail "$what: exit status $rc"; sed 's/^/      /' "$tmp/err" "$out" | tail -5; return
+  fi
+  if ! why=$(check_csv "$out" "$iters" "$bytes" "$(pingpong "$test")"); then
+    fail "$what: $why"; return
+  fi
+  pass "$what: $(tail -1 "$out")"
+}
+
+# run_pair <tl> <test> <size> <iters> [options...]: a server process and a client.
+run_pair() {
+  local tl=$1 test=$2 size=$3 iters=$4; shift 4
+  local out=$tmp/out.csv what="client/server $tl $test -s $size $*" bytes=$(( ${size//,/+} ))
+  port=$((port + 1))
+  timeout $limit "$perftest" -x "$tl" -p $port --timeout 20 > "$tmp/server" 2>&1 &
+  local server=$!
+  local rc=0
+  timeout $limit "$perftest" 127.0.0.1 -p $port -x "$tl" -t "$test" -s "$size" -n "$iters" \
+    -w 10 -v --timeout 20 "$@" > "$out" 2> "$tmp/err" || rc=$?
+  wait $server; local src=$?
+  if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
+    fail "$what: client exit $rc, server exit $src"
+    sed 's/^/      /' "$tmp/err" "$out" "$tmp/server" | tail -6; return
+  fi
+  if ! why=$(check_csv "$out" "$iters" "$bytes" "$(pingpong "$test")"); then
+    fail "$what: $why"; return
+  fi
+  pass "$what: $(tail -1 "$out")"
+}
+
+for tl in $tls; do
+  run_loopback "$tl" am_lat 8 2000
+  run_loopback "$tl" am_lat 1024 1000 -D bcopy
+  run_loopback "$tl" put_lat 64 2000
+  run_loopback "$tl" put_lat 4096 500 -D zcopy
+  run_loopback "$tl" am_bw 8 5000
+  run_loopback "$tl" am_bw 4096 2000 -D bcopy
+  run_loopback "$tl" am_bw 1000,24 2000 -D zcopy -O 4
+  run_loopback "$tl" put_bw 65536 500 -D zcopy -O 8
+  run_loopback "$tl" put_bw 1048576 100 -D zcopy
+  run_loopback "$tl" get 4096 1000
+  run_loopback "$tl" get_bw 262144,262144 100 -D zcopy -O 4
+  # self reaches only its own iface: it has no client/server mode.
+  [ "$tl" = self ] && continue
+  run_pair "$tl" am_lat 8 2000
+  run_pair "$tl" put_lat 64 2000
+  run_pair "$tl" am_bw 4096 2000 -D bcopy
+  run_pair "$tl" put_bw 1048576 100 -D zcopy -O 4
+  run_pair "$tl" get 65536 200 -D zcopy
+done
+
+# Human-readable output: the table, the summary and a passed data check.
+first_tl=${tls%% *}
+if timeout $limit "$perftest" -l -x "$first_tl" -t am_lat -n 1000 -w 10 > "$tmp/table" 2>&1 &&
+   grep -q '^Final: ' "$tmp/table" && grep -q 'MB = 2^20 B' "$tmp/table" &&
+   grep -q 'data check   passed' "$tmp/table" && grep -q 'p99.9' "$tmp/table"; then
+  pass "table output"
+else
+  fail "table output"; sed 's/^/      /' "$tmp/table" | tail -8
+fi
+
+# Bad command lines: a clear message and exit status 2.
+for args in "-Z" "-t no_such_test -x self -l" "-l -x self -t am_lat -s 0" "-l -x self" \
+            "-l -x self -t am_lat -D bogus" "127.0.0.1 -l -x self -t am_lat" "-l -t am_lat"; do
+  # shellcheck disable=SC2086
+  timeout 10 "$perftest" $args > /dev/null 2> "$tmp/err"; rc=$?
+  if [ $rc -eq 2 ] && grep -q 'mc_perftest: ' "$tmp/err"; then
+    pass "usage error '$args': $(head -1 "$tmp/err")"
+  else
+    fail "usage error '$args': exit $rc"
+  fi
+done
+timeout 10 "$perftest" -h > "$tmp/help" 2>&1 && grep -q -- '--limits' "$tmp/help" &&
+  pass "-h" || fail "-h"
+
+# A server that never comes: a non-zero exit within the timeout.
+port=$((port + 1))
+start=$SECONDS
+timeout $limit "$perftest" 127.0.0.1 -p $port -x sm -t am_lat --timeout 3 > /dev/null 2>&1; rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((SECONDS - start)) -le 10 ]; then
+  pass "no server: exit $rc after $((SECONDS - start)) s"
+else
+  fail "no server: exit $rc after $((SECONDS - start)) s"
+fi
+
+# A peer that dies in the middle of a test: the survivor exits non-zero soon.
+for tl in $tls; do
+  [ "$tl" = self ] && continue
+  port=$((port + 1))
+  "$perftest" -x "$tl" -p $port --timeout 10 > /dev/null 2>&1 &
+  server=$!
+  timeout $limit "$perftest" 127.0.0.1 -p $port -x "$tl" -t am_lat -n 1000000000 -w 0 \
+    --timeout 10 > /dev/null 2>&1 &
+  client=$!
+  sleep 2
+  kill -9 $server 2>/dev/null; wait $server 2>/dev/null
+  start=$SECONDS
+  wait $client; rc=$?
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((SECONDS - start)) -le 15 ]; then
+    pass "$tl server killed: the client exits $rc after $((SECONDS - start)) s"
+  else
+    fail "$tl server killed: the client exits $rc after $((SECONDS - start)) s"
+  fi
+done
+
+echo "perftest_check: $passes passed, $failures failed"
+[ $failures -eq 0 ]
