@@ -12,6 +12,7 @@
 #include "ucs/log/log.h"
 #include "ucs/module/module_loader.h"
 #include "ucs/sys/sys.h"
+#include "ucp/api/config.h"
 #include "ucs/topo/topo.h"
 #include "uct/api/iface.h"
 #include "uct/base/component_loader.h"
@@ -136,6 +137,7 @@ int print_config(bool full, bool markdown) {
   // Loaded transports register their tables through their components.
   (void)uct::load_components();
   ucs::config::Registry& registry = ucs::config::Registry::instance();
+  ucp::register_ucp_config_tables(registry);
   if (markdown) {
     registry.print_markdown(std::cout);
     return 0;
