@@ -232,8 +232,14 @@ bool read_blob(int fd, std::vector<uint8_t>* v) {
 int child_main(const Resource& resource, size_t size, int to_parent, int from_parent) {
   std::unique_ptr<Entity> e = Entity::create(resource);
   if (!e) return 10;
-  Buffer buf(*e, size);
+  // Filled before it is registered: once registered, the transport's own
+  // threads may write it on behalf of the parent.
+  Buffer buf(*e, 0);
+  buf.data.resize(size);
   buf.fill(ChildTarget::kChildSeed);
+  Result<std::unique_ptr<MemHandle>> memh = e->md().mem_reg(buf.data.data(), size, kAccessAll);
+  if (!memh.ok()) return 15;
+  buf.memh = std::move(*memh);
   size_t am_bytes = 0;
   (void)e->iface().set_am_handler(ChildTarget::kAmId, [&](const void*, size_t length, unsigned) {
     am_bytes = length;

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: Apache-2.0
+// TcpConn: sending queued frames with sendmsg, receiving frames through a
+// buffer or straight into their destination.
+#include "uct/tcp/tcp_conn.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
+#include "uct/tcp/tcp_socket.h"
+
+namespace mc::uct::tcp {
+
+namespace {
+
+constexpr size_t kRxBufSize = 64 * 1024;
+// A payload at least this large, with nothing buffered, is received straight
+// into its destination instead of through the buffer.
+constexpr size_t kDirectRecvMin = 8 * 1024;
+// Receive calls per callback: level-triggered epoll calls again, so one busy
+// connection cannot starve the others of the loop.
+constexpr int kRecvRounds = 16;
+constexpr size_t kMaxSendIov = 64;
+
+}  // namespace
+
+void RxSink::write(const uint8_t* src, size_t n) {
+  const size_t start = done;
+  done += n;
+  if (discard || revoked) return;
+  std::shared_lock<std::shared_mutex> use;
+  if (region) {
+    use = std::shared_lock(region->use);
+    if (region->revoked) {
+      revoked = true;
+      return;
+    }
+  }
+  size_t skip = start;
+  for (uint32_t i = 0; i < seg_count && n > 0; ++i) {
+    if (skip >= seg[i].iov_len) {
+      skip -= seg[i].iov_len;
+      continue;
+    }
+    const size_t k = std::min(n, seg[i].iov_len - skip);
+    std::memcpy(static_cast<uint8_t*>(seg[i].iov_base) + skip, src, k);
+    src += k;
+    n -= k;
+    skip = 0;
+  }
+}
+
+ssize_t RxSink::readv_from(int fd) {
+  std::shared_lock<std::shared_mutex> use;
+  if (region) {
+    use = std::shared_lock(region->use);
+    if (region->revoked) {
+      revoked = true;
+      return 0;
+    }
+  }
+  iovec vec[kMaxIov];
+  int n = 0;
+  size_t skip = done;
+  for (uint32_t i = 0; i < seg_count; ++i) {
+    if (skip >= seg[i].iov_len) {
+      skip -= seg[i].iov_len;
+      continue;
+    }
+    vec[n++] = iovec{static_cast<uint8_t*>(seg[i].iov_base) + skip, seg[i].iov_len - skip};
+    skip = 0;
+  }
+  const ssize_t got = readv(fd, vec, n);
+  if (got > 0) done += static_cast<size_t>(got);
+  return got;
+}
+
+TcpConn::TcpConn(int fd, bool connecting, std::mutex* lock, TcpConnHandler* handler,
+                 ucs::EventLoop* loop, wire::Limits limits, std::string name)
+    : fd_(fd),
+      lock_(lock ? lock : &own_lock_),
+      handler_(handler),
+      loop_(loop),
+      limits_(limits),
+      name_(std::move(name)),
+      connecting_(connecting),
+      rx_buf_(kRxBufSize) {}
+
+TcpConn::~TcpConn() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Status TcpConn::attach(std::shared_ptr<TcpConn> keep) {
+  std::lock_guard guard(*lock_);
+  events_ = EPOLLIN | (connecting_ ? EPOLLOUT : 0u);
+  if (keep) {
+    return loop_->add_fd(fd_, events_, [keep](int, uint32_t events) { keep->on_events(events); });
+  }
+  return loop_->add_fd(fd_, events_, [this](int, uint32_t events) { on_events(events); });
+}
+
+void TcpConn::detach() {
+  (void)loop_->remove_fd(fd_);
+}
+
+void TcpConn::close_locked() {
+  if (dead_) return;
+  dead_ = true;
+  // On the loop thread this does not wait; elsewhere the owner detached first.
+  (void)loop_->remove_fd(fd_);
+  shutdown(fd_, SHUT_RDWR);
+}
+
+void TcpConn::fail_locked(Status status, const std::string& why, bool clean) {
+  if (dead_) return;
+  handler_->conn_failed(*this, status, why, clean);
+  close_locked();
+}
+
+void TcpConn::pause_locked() {
+  paused_ = true;
+  update_events_locked();
+}
+
+void TcpConn::resume_locked() {
+  if (!paused_) return;
+  paused_ = false;
+  // Frames may wait in rx_buf_ with nothing left in the socket to wake the
+  // loop: watching EPOLLOUT (writable at once) makes it call on_events().
+  kick_ = true;
+  update_events_locked();
+}
+
+void TcpConn::on_events(uint32_t events) {
+  std::lock_guard guard(*lock_);
+  if (dead_) return;
+  if (std::exchange(kick_, false)) events |= EPOLLIN;
+  // A hang-up or error is read even when paused: it is reported level-
+  // triggered, and the peer is gone anyway.
+  if (paused_ && (events & (EPOLLERR | EPOLLHUP))) paused_ = false;
+  if (connecting_) {
+    if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
+    finish_connect_locked();
+    if (connecting_ || dead_) return;
+  }
+  if (broken_) {
+    fail_locked(Status::ConnectionReset, "send failed: " + ucs::errno_string(broken_errno_), false);
+    return;
+  }
+  if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) recv_locked();
+  // Sending may drain the backlog that stopped reading: read again, and
+  // again after that reading refilled it, a few times for fairness.
+  for (int round = 0; !dead_; ++round) {
+    if (!tx_.empty()) flush_locked();
+    if (dead_ || !rx_stalled_ || backlogged()) break;
+    rx_stalled_ = false;
+    if (round == 4) {
+      kick_ = true;  // frames may wait in rx_buf_: come back soon, not never
+      break;
+    }
+    recv_locked();
+  }
+  update_events_locked();
+}
+
+void TcpConn::finish_connect_locked() {
+  int err = 0;
+  const Status s = connect_result(fd_, &err);
+  if (is_error(s)) {
+    fail_locked(s, "connect failed: " + ucs::errno_string(err), false);
+    return;
+  }
+  connecting_ = false;
+  handler_->connected(*this);
+  if (dead_) return;
+  update_events_locked();
+  if (!tx_.empty()) flush_locked();
+}
+
+void TcpConn::update_events_locked() {
+  if (dead_) return;
+  const uint32_t want = (paused_ || rx_stalled_ ? 0u : EPOLLIN) |
+                        (connecting_ || broken_ || kick_ || !tx_.empty() ? EPOLLOUT : 0u);
+  if (want == events_) return;
+  if (loop_->modify_fd(fd_, want) == Status::Ok) events_ = want;
+}
+
+bool TcpConn::send_locked(TxFrame& frame) {
+  if (!dead_ && !connecting_ && !broken_ && tx_.empty() && !in_rx_) {
+    tx_.push_back(std::move(frame));
+    bool revoked = false;
+    const ssize_t n = send_front_locked(&revoked);
+    if (n >= 0 && static_cast<size_t>(n) == tx_.front().total) {
+      frame = std::move(tx_.front());
+      tx_.pop_front();
+      return true;
+    }
+    if (n > 0) tx_.front().sent = static_cast<size_t>(n);
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      if (loop_->in_loop_thread()) {
+        fail_locked(Status::ConnectionReset, "send failed: " + ucs::errno_string(errno), false);
+        return false;
+      }
+      // Failing needs the loop thread (it removes fds); hand it the error.
+      broken_ = true;
+      broken_errno_ = errno;
+    }
+    update_events_locked();
+    return false;
+  }
+  tx_.push_back(std::move(frame));
+  update_events_locked();
+  return false;
+}
+
+ssize_t TcpConn::send_front_locked(bool* revoked) {
+  iovec vec[kMaxSendIov];
+  size_t n = 0;
+  TcpRegion* region = nullptr;
+  for (TxFrame& f : tx_) {
+    // Frames from registered memory are sent under their region's lock:
+    // one region per sendmsg.
+    if (f.region && region && f.region.get() != region) break;
+    if (n + 1 + f.data_count > kMaxSendIov) break;
+    size_t skip = f.sent;
+    if (skip < wire::kHeaderSize) {
+      vec[n++] = iovec{f.hdr + skip, wire::kHeaderSize - skip};
+      skip = 0;
+    } else {
+      skip -= wire::kHeaderSize;
+    }
+    for (uint32_t i = 0; i < f.data_count; ++i) {
+      if (skip >= f.data[i].iov_len) {
+        skip -= f.data[i].iov_len;
+        continue;
+      }
+      vec[n++] = iovec{static_cast<uint8_t*>(f.data[i].iov_base) + skip, f.data[i].iov_len - skip};
+      skip = 0;
+    }
+    if (f.region) region = f.region.get();
+  }
+  msghdr msg{};
+  msg.msg_iov = vec;
+  msg.msg_iovlen = n;
+  std::shared_lock<std::shared_mutex> use;
+  if (region) {
+    use = std::shared_lock(region->use);
+    if (region->revoked) {
+      *revoked = true;
+      errno = EFAULT;
+      return -1;
+    }
+  }
+  ssize_t w;
+  do {
+    w = sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  } while (w < 0 && errno == EINTR);
+  return w;
+}
+
+void TcpConn::advance_locked(size_t written) {
+  while (written > 0 && !tx_.empty()) {
+    TxFrame& f = tx_.front();
+    const size_t left = f.total - f.sent;
+    if (written < left) {
+      f.sent += written;
+      return;
+    }
+    written -= left;
+    f.sent = f.total;
+    handler_->frame_sent(*this, f);
+    tx_.pop_front();
+  }
+}
+
+void TcpConn::flush_locked() {
+  while (!tx_.empty() && !dead_) {
+    bool revoked = false;
+    const ssize_t n = send_front_locked(&revoked);
+    if (n < 0) {
+      if (errno == EAGAIN) break;
+      const std::string why = revoked ? "a region was deregistered while a peer read it"
+                                      : "send failed: " + ucs::errno_string(errno);
+      if (loop_->in_loop_thread()) {
+        fail_locked(Status::ConnectionReset, why, false);
+        return;
+      }
+      broken_ = true;
+      broken_errno_ = errno;
+      break;
+    }
+    advance_locked(static_cast<size_t>(n));
+  }
+  update_events_locked();
+}
+
+void TcpConn::recv_locked() {
+  // Replies to a burst of requests leave in one sendmsg when it is done.
+  in_rx_ = true;
+  recv_rounds_locked();
+  in_rx_ = false;
+  if (!dead_ && !tx_.empty()) flush_locked();
+}
+
+void TcpConn::recv_rounds_locked() {
+  for (int round = 0; round < kRecvRounds && !dead_; ++round) {
+    if (!consume_locked() || paused_ || rx_stalled_) return;
+    ssize_t n;
+    if (rx_state_ == RxState::Payload && rx_len() == 0 && !sink_.discard && !sink_.revoked &&
+        sink_.remaining() >= kDirectRecvMin) {
+      n = sink_.readv_from(fd_);
+      if (n == 0 && sink_.revoked) continue;  // the rest goes through the buffer, dropped
+      if (n > 0) {
+        if (sink_.remaining() == 0) end_frame_locked();
+        continue;
+      }
+    } else {
+      if (rx_start_ > 0) {
+        std::memmove(rx_buf_.data(), rx_buf_.data() + rx_start_, rx_len());
+        rx_end_ -= rx_start_;
+        rx_start_ = 0;
+      }
+      n = recv(fd_, rx_buf_.data() + rx_end_, rx_buf_.size() - rx_end_, MSG_DONTWAIT);
+      if (n > 0) {
+        rx_end_ += static_cast<size_t>(n);
+        continue;
+      }
+    }
+    if (n == 0) {
+      const bool clean = rx_state_ == RxState::Header && rx_len() == 0;
+      fail_locked(Status::ConnectionReset,
+                  clean ? "closed by the peer" : "closed by the peer in the middle of a frame",
+                  clean);
+      return;
+    }
+    if (errno == EAGAIN) return;
+    if (errno == EINTR) continue;
+    fail_locked(Status::ConnectionReset, "receive failed: " + ucs::errno_string(errno), false);
+    return;
+  }
+  if (!dead_ && !paused_ && !rx_stalled_) (void)consume_locked();
+}
+
+bool TcpConn::consume_locked() {
+  while (!dead_) {
+    if (rx_state_ == RxState::Header) {
+      if (paused_ || rx_len() < wire::kHeaderSize) return true;
+      if (backlogged()) {
+        rx_stalled_ = true;
+        return true;
+      }
+      std::string why;
+      auto h = wire::decode({rx_buf_.data() + rx_start_, wire::kHeaderSize}, limits_, &why);
+      if (!h.ok()) {
+        fail_locked(Status::BadData, "malformed frame: " + why, false);
+        return false;
+      }
+      rx_start_ += wire::kHeaderSize;
+      rx_hdr_ = *h;
+      sink_ = RxSink{};
+      const Status s = handler_->begin_frame(*this, rx_hdr_, &sink_, &why);
+      if (dead_) return false;
+      if (is_error(s)) {
+        fail_locked(s, why, false);
+        return false;
+      }
+      sink_.total = rx_hdr_.length;
+      size_t seg_total = 0;
+      for (uint32_t i = 0; i < sink_.seg_count; ++i) seg_total += sink_.seg[i].iov_len;
+      if (!sink_.discard && seg_total != sink_.total) {
+        fail_locked(Status::BadData, "frame payload does not match its destination", false);
+        return false;
+      }
+      if (sink_.total == 0) {
+        end_frame_locked();
+      } else {
+        rx_state_ = RxState::Payload;
+      }
+    } else {
+      if (rx_len() == 0) return true;
+      const size_t n = std::min(rx_len(), sink_.remaining());
+      sink_.write(rx_buf_.data() + rx_start_, n);
+      rx_start_ += n;
+      if (sink_.remaining() == 0) end_frame_locked();
+    }
+  }
+  return false;
+}
+
+void TcpConn::end_frame_locked() {
+  rx_state_ = RxState::Header;
+  std::string why;
+  const Status s = handler_->end_frame(*this, rx_hdr_, sink_, &why);
+  sink_ = RxSink{};  // drops the region reference
+  if (is_error(s)) fail_locked(s, why, false);
+}
+
+}  // namespace mc::uct::tcp

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: Apache-2.0
+// tcp iface: set-up and tear-down, accepting connections, addresses,
+// attributes, progress and flush.
+#include "uct/tcp/tcp_iface.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+
+#include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
+#include "uct/tcp/tcp_socket.h"
+
+namespace mc::uct::tcp {
+
+Result<std::unique_ptr<TcpIface>> TcpIface::create(TcpMd* md, const IfaceParams& params,
+                                                   const TcpConfig& config) {
+  MC_ASSIGN_OR_RETURN(NetDevice dev, find_device(params.dev_name));
+  std::unique_ptr<TcpIface> iface(new TcpIface(md, params, config, std::move(dev)));
+  MC_RETURN_IF_ERROR(iface->init(params));
+  return iface;
+}
+
+TcpIface::TcpIface(TcpMd* md, const IfaceParams& params, const TcpConfig& config, NetDevice dev)
+    : Iface(md),
+      md_(md),
+      config_(config),
+      dev_(std::move(dev)),
+      link_(link_model(dev_)),
+      err_handler_(params.err_handler) {}
+
+Status TcpIface::init(const IfaceParams& params) {
+  if (params.async) {
+    loop_ = params.async;
+  } else {
+    MC_ASSIGN_OR_RETURN(own_loop_, ucs::EventLoop::create());
+    loop_ = own_loop_.get();
+  }
+  ucs::MpoolParams pool;
+  pool.elem_size = config_.seg_size;
+  pool.alignment = 64;
+  pool.elems_per_chunk = std::clamp<size_t>((1u << 20) / config_.seg_size, 1, 64);
+  bounce_max_ = std::max<size_t>(64, 4 * config_.max_outstanding);
+  pool.max_elems = bounce_max_;
+  pool.name = "tcp bounce buffers";
+  MC_ASSIGN_OR_RETURN(bounce_pool_, ucs::ThreadSafeMpool::create(pool));
+  MC_ASSIGN_OR_RETURN(listen_fd_,
+                      listen_socket(dev_.ipv4, config_.port_range,
+                                    static_cast<int>(config_.listen_backlog), config_, &port_));
+  MC_RETURN_IF_ERROR(loop_->add_fd(listen_fd_, EPOLLIN, [this](int, uint32_t) { on_accept(); }));
+  if (own_loop_) MC_RETURN_IF_ERROR(own_loop_->start());
+  MC_LOG(debug) << "tcp: iface on " << dev_.name << " listens on " << ip_string(dev_.ipv4) << ":"
+                << port_;
+  return Status::Ok;
+}
+
+TcpIface::~TcpIface() {
+  // Stop serving: after this no callback of the listener or of an accepted
+  // connection starts.
+  if (own_loop_) {
+    (void)own_loop_->stop();
+  } else if (listen_fd_ >= 0 && loop_) {
+    (void)loop_->remove_fd(listen_fd_);
+  }
+  std::vector<std::shared_ptr<TcpConn>> accepted;
+  {
+    std::lock_guard guard(conns_lock_);
+    for (auto& [ptr, conn] : passive_) accepted.push_back(conn);
+  }
+  for (auto& conn : accepted) conn->detach();
+  for (TcpEp* ep : std::vector<TcpEp*>(eps_.begin(), eps_.end())) ep->detach();
+  loop_barrier();
+  for (auto& conn : accepted) {
+    std::lock_guard guard(conn->lock());
+    conn->close_locked();
+    conn->tx_locked().clear();
+  }
+  {
+    std::lock_guard guard(conns_lock_);
+    passive_.clear();
+  }
+  accepted.clear();
+  if (listen_fd_ >= 0) {
+    if (own_loop_) (void)own_loop_->remove_fd(listen_fd_);
+    close(listen_fd_);
+  }
+  {
+    std::lock_guard guard(events_lock_);
+    events_.clear();  // only active messages can be left: endpoints took theirs
+  }
+  for (FlushWaiter& w : std::exchange(flush_waiters_, {})) {
+    completion_update(w.comp, Status::Canceled);
+  }
+}
+
+void TcpIface::on_accept() {
+  for (;;) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      MC_LOG(error) << "tcp: accept on " << ip_string(dev_.ipv4) << ":" << port_
+                    << " failed: " << ucs::errno_string(errno);
+      return;
+    }
+    apply_socket_options(fd, config_, SocketOptions::AllButBuffers);
+    const wire::Limits limits{static_cast<uint32_t>(config_.seg_size),
+                              static_cast<uint32_t>(kMaxZcopy)};
+    TcpConnHandler* handler = this;
+    auto conn =
+        std::make_shared<TcpConn>(fd, false, nullptr, handler, loop_, limits, peer_name(fd));
+    conn->tx_backlog_limit = kTargetTxBacklog;
+    {
+      std::lock_guard guard(conns_lock_);
+      passive_.emplace(conn.get(), conn);
+    }
+    if (is_error(conn->attach(conn))) {
+      std::lock_guard guard(conns_lock_);
+      passive_.erase(conn.get());
+      continue;
+    }
+    MC_LOG(debug) << "tcp: accepted a connection from " << conn->name();
+  }
+}
+
+void TcpIface::loop_barrier() {
+  if (!loop_ || !loop_->is_running() || loop_->in_loop_thread()) return;
+  struct Barrier {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto b = std::make_shared<Barrier>();
+  if (is_error(loop_->post([b] {
+        std::lock_guard guard(b->m);
+        b->done = true;
+        b->cv.notify_all();
+      }))) {
+    return;
+  }
+  // Posted functions run after the callbacks of the round in flight. A loop
+  // that stops meanwhile drops the function; then nothing runs either.
+  std::unique_lock guard(b->m);
+  while (!b->cv.wait_for(guard, std::chrono::milliseconds(50), [&] { return b->done; })) {
+    if (!loop_->is_running()) return;
+  }
+}
+
+void TcpIface::push_event(Event ev) {
+  std::lock_guard guard(events_lock_);
+  events_.push_back(std::move(ev));
+}
+
+std::vector<TcpIface::Event> TcpIface::take_events(const TcpEp* ep) {
+  std::vector<Event> out;
+  std::lock_guard guard(events_lock_);
+  for (auto it = events_.begin(); it != events_.end();) {
+    const bool mine = (it->type == Event::Type::Done && it->req->ep == ep) ||
+                      (it->type == Event::Type::EpError && it->ep == ep);
+    if (mine) {
+      out.push_back(std::move(*it));
+      it = events_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+IfaceAttr TcpIface::query() const {
+  IfaceAttr attr;
+  attr.cap = kCapAmShort | kCapAmBcopy | kCapAmZcopy | kCapPutShort | kCapPutBcopy | kCapPutZcopy |
+             kCapGetBcopy | kCapGetZcopy | kCapPending | kCapConnectToIface |
+             kCapErrHandlePeerFailure;
+  const size_t seg = config_.seg_size;
+  const size_t max_short = std::min(kMaxShort, seg);
+  attr.am = OpLimits{max_short, seg, 0, seg, kMaxIov, kMaxAmHeader};
+  attr.put = OpLimits{max_short, seg, 0, kMaxZcopy, kMaxIov, 0};
+  attr.get = OpLimits{0, seg, 0, kMaxZcopy, kMaxIov, 0};
+  attr.latency = LinearFunc{link_.latency, 0};
+  attr.bandwidth = Bandwidth{0, link_.bandwidth};
+  attr.overhead = 2e-6;  // a system call or two per operation
+  attr.priority = 0;
+  attr.device_addr_len = wire::kDeviceAddrSize;
+  attr.iface_addr_len = wire::kIfaceAddrSize;
+  attr.ep_addr_len = 0;
+  return attr;
+}
+
+unsigned TcpIface::progress() {
+  // A caller-driven loop that nobody runs on a thread is driven from here.
+  if (!own_loop_ && !loop_->is_running()) (void)loop_->progress(std::chrono::milliseconds(0));
+  unsigned count = 0;
+  size_t budget;
+  {
+    std::lock_guard guard(events_lock_);
+    budget = events_.size();  // what a handler posts now waits for the next call
+  }
+  for (; budget > 0; --budget) {
+    Event ev;
+    {
+      std::lock_guard guard(events_lock_);
+      if (events_.empty()) break;
+      ev = std::move(events_.front());
+      events_.pop_front();
+    }
+    switch (ev.type) {
+      case Event::Type::Done: ev.req->ep->complete(ev.req); break;
+      case Event::Type::Am:
+        am_queued_.fetch_sub(1);
+        (void)invoke_am(ev.am_id, ev.data.data(), ev.data.size(), 0);
+        break;
+      case Event::Type::EpError: ev.ep->report_error(ev.status); break;
+    }
+    ++count;
+  }
+  resume_paused();
+  // Pending callbacks must not destroy endpoints (as in UCX).
+  for (TcpEp* ep : eps_) count += ep->dispatch_pending();
+  return count;
+}
+
+void TcpIface::resume_paused() {
+  if (!any_paused_.load() || am_queued_.load() > config_.am_queue_len / 2) return;
+  std::vector<std::weak_ptr<TcpConn>> paused;
+  {
+    std::lock_guard guard(conns_lock_);
+    paused.swap(paused_);
+    any_paused_.store(false);
+  }
+  for (auto& weak : paused) {
+    if (auto conn = weak.lock()) {
+      std::lock_guard guard(conn->lock());
+      conn->resume_locked();
+    }
+  }
+}
+
+std::vector<uint8_t> TcpIface::device_address() const {
+  return wire::encode_device_addr({dev_.ipv4, ucs::boot_id_hash(), ucs::host_identity().net_ns});
+}
+
+std::vector<uint8_t> TcpIface::iface_address() const {
+  return wire::encode_iface_addr(port_);
+}
+
+bool TcpIface::is_reachable(std::span<const uint8_t> device_addr,
+                            std::span<const uint8_t> iface_addr, std::string* reason) const {
+  auto say = [reason](const char* why) {
+    if (reason) *reason = why;
+    return false;
+  };
+  auto dev = wire::decode_device_addr(device_addr);
+  if (dev.status() == Status::Unsupported) return say("address family mismatch (not IPv4)");
+  if (!dev.ok()) return say("malformed tcp device address");
+  if (!wire::decode_iface_addr(iface_addr).ok()) return say("malformed tcp iface address");
+  const bool peer_loopback = is_loopback(dev->ipv4);
+  if (peer_loopback != dev_.loopback) {
+    return say("a loopback and a non-loopback address do not reach each other");
+  }
+  if (peer_loopback &&
+      (dev->boot_id != ucs::boot_id_hash() || dev->net_ns != ucs::host_identity().net_ns)) {
+    return say("loopback address of another host or network namespace");
+  }
+  return true;
+}
+
+Result<std::unique_ptr<Endpoint>> TcpIface::ep_create(std::span<const uint8_t> device_addr,
+                                                      std::span<const uint8_t> iface_addr) {
+  std::string reason;
+  if (!is_reachable(device_addr, iface_addr, &reason)) {
+    MC_LOG(error) << "tcp: cannot connect from " << dev_.name << ": " << reason;
+    return Status::Unreachable;
+  }
+  const wire::DeviceAddr dev = *wire::decode_device_addr(device_addr);
+  const uint16_t port = *wire::decode_iface_addr(iface_addr);
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<TcpEp> ep, TcpEp::create(this, dev.ipv4, port));
+  eps_.insert(ep.get());
+  return std::unique_ptr<Endpoint>(std::move(ep));
+}
+
+Status TcpIface::flush(Completion* comp) {
+  if (outstanding_.empty()) return Status::Ok;
+  if (comp) flush_waiters_.push_back(FlushWaiter{next_seq_, comp, Status::Ok});
+  return Status::InProgress;
+}
+
+void TcpIface::untrack(uint64_t seq, Status status,
+                       std::vector<std::pair<Completion*, Status>>* done) {
+  outstanding_.erase(seq);
+  size_t k = 0;
+  for (FlushWaiter& w : flush_waiters_) {
+    if (is_error(status) && w.seq > seq && w.status == Status::Ok) w.status = status;
+  }
+  while (k < flush_waiters_.size() &&
+         (outstanding_.empty() || *outstanding_.begin() >= flush_waiters_[k].seq)) {
+    done->emplace_back(flush_waiters_[k].comp, flush_waiters_[k].status);
+    ++k;
+  }
+  flush_waiters_.erase(flush_waiters_.begin(), flush_waiters_.begin() + k);
+}
+
+}  // namespace mc::uct::tcp

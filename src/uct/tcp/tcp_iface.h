@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// tcp iface: a listening socket on one device, the event loop that drives
+// every socket of the iface, the target side of puts and gets, and the
+// queue of events that progress() hands to the user's thread.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "ucs/async/event_loop.h"
+#include "ucs/mpool/mpool.h"
+#include "uct/api/iface.h"
+#include "uct/tcp/tcp_conn.h"
+#include "uct/tcp/tcp_device.h"
+#include "uct/tcp/tcp_ep.h"
+#include "uct/tcp/tcp_md.h"
+
+namespace mc::uct::tcp {
+
+/// Largest short operation (am: header included).
+inline constexpr size_t kMaxShort = 4096;
+/// Largest zcopy put or get, and largest frame payload of one.
+inline constexpr size_t kMaxZcopy = size_t{1} << 30;
+/// Largest am zcopy header.
+inline constexpr size_t kMaxAmHeader = 128;
+/// Replies an accepted connection may have queued before it stops reading.
+inline constexpr size_t kTargetTxBacklog = 1024;
+
+/// Thread safety: the user's thread calls the Iface methods and the
+/// endpoints' operations; the loop thread (own or IfaceParams::async) runs
+/// every socket callback and serves puts and gets without the user.
+/// Active messages, completions and errors reach the user in progress().
+/// An IfaceParams::async loop must outlive the iface; when it does not run
+/// on its own thread, progress() drives it, and nothing else may drive it
+/// from another thread (a target is then served only while progressing).
+class TcpIface : public Iface, private TcpConnHandler {
+ public:
+  static Result<std::unique_ptr<TcpIface>> create(TcpMd* md, const IfaceParams& params,
+                                                  const TcpConfig& config);
+  /// Cancels the work of endpoints still open (they become inert), closes
+  /// every socket and joins its own loop thread.
+  ~TcpIface() override;
+
+  IfaceAttr query() const override;
+  unsigned progress() override;
+  std::vector<uint8_t> device_address() const override;
+  std::vector<uint8_t> iface_address() const override;
+  bool is_reachable(std::span<const uint8_t> device_addr, std::span<const uint8_t> iface_addr,
+                    std::string* reason) const override;
+  Result<std::unique_ptr<Endpoint>> ep_create(std::span<const uint8_t> device_addr,
+                                              std::span<const uint8_t> iface_addr) override;
+  Status flush(Completion* comp) override;
+
+  /// What the loop thread hands to progress().
+  struct Event {
+    enum class Type : uint8_t { Done, Am, EpError };
+    Type type;
+    TcpRequest* req = nullptr;  ///< Done
+    TcpEp* ep = nullptr;        ///< EpError
+    Status status = Status::Ok;
+    uint8_t am_id = 0;          ///< Am
+    std::vector<uint8_t> data;  ///< Am
+  };
+
+  // For endpoints.
+  /// Queues an event for progress(); any thread.
+  void push_event(Event ev);
+  /// Removes and returns the queued events of `ep` (user thread).
+  std::vector<Event> take_events(const TcpEp* ep);
+  /// Returns once no loop callback that started before the call still runs.
+  void loop_barrier();
+  ucs::EventLoop& loop() const { return *loop_; }
+  const TcpConfig& config() const { return config_; }
+  const NetDevice& device() const { return dev_; }
+  const ErrorHandler& err_handler() const { return err_handler_; }
+  ucs::ThreadSafeMpool& bounce_pool() const { return *bounce_pool_; }
+  /// Whether a bounce buffer can be had now.
+  bool bounce_available() const { return bounce_pool_->in_use() < bounce_max_; }
+  uint64_t next_seq() { return next_seq_++; }
+  uint64_t peek_seq() const { return next_seq_; }
+  /// Iface-wide flush bookkeeping of requests (user thread).
+  void track(uint64_t seq) { outstanding_.insert(seq); }
+  void untrack(uint64_t seq, Status status, std::vector<std::pair<Completion*, Status>>* done);
+  void ep_destroyed(TcpEp* ep) { eps_.erase(ep); }
+  wire::Limits initiator_limits() const { return {0, static_cast<uint32_t>(kMaxZcopy)}; }
+
+ private:
+  TcpIface(TcpMd* md, const IfaceParams& params, const TcpConfig& config, NetDevice dev);
+  Status init(const IfaceParams& params);
+  void on_accept();
+
+  // TcpConnHandler for accepted connections: the target side (tcp_target.cc).
+  Status begin_frame(TcpConn& conn, const wire::FrameHeader& hdr, RxSink* sink,
+                     std::string* why) override;
+  Status end_frame(TcpConn& conn, const wire::FrameHeader& hdr, RxSink& sink,
+                   std::string* why) override;
+  void frame_sent(TcpConn&, TxFrame&) override {}
+  void connected(TcpConn&) override {}
+  void conn_failed(TcpConn& conn, Status status, const std::string& why, bool clean) override;
+  void serve_get(TcpConn& conn, const wire::FrameHeader& hdr);
+  /// Resumes the paused connections once the AM backlog has halved.
+  void resume_paused();
+  static void reply(TcpConn& conn, TxFrame frame);
+
+  // Declared first so that it is destroyed last, after every socket.
+  std::unique_ptr<ucs::EventLoop> own_loop_;
+  TcpMd* md_;
+  TcpConfig config_;
+  NetDevice dev_;
+  LinkModel link_;
+  ErrorHandler err_handler_;
+  ucs::EventLoop* loop_ = nullptr;
+  std::unique_ptr<ucs::ThreadSafeMpool> bounce_pool_;
+  size_t bounce_max_ = 0;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+
+  // Lock order: a connection's lock -> conns_lock_ -> events_lock_ (a leaf).
+  std::mutex conns_lock_;                                           ///< guards passive_ and paused_
+  std::unordered_map<TcpConn*, std::shared_ptr<TcpConn>> passive_;  ///< accepted
+  std::vector<std::weak_ptr<TcpConn>> paused_;  ///< stopped reading: too many AMs queued
+  std::atomic<size_t> am_queued_{0};            ///< Am events not yet delivered
+  std::atomic<bool> any_paused_{false};  ///< paused_ is not empty (a hint, read without the lock)
+  std::mutex events_lock_;               ///< guards events_
+  std::deque<Event> events_;
+
+  // User thread only.
+  std::set<TcpEp*> eps_;
+  uint64_t next_seq_ = 1;
+  std::set<uint64_t> outstanding_;
+  std::vector<FlushWaiter> flush_waiters_;
+};
+
+}  // namespace mc::uct::tcp
