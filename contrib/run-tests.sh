@@ -61,8 +61,12 @@ run_check() {
 if [ "$unit_only" = no ]; then
   run_check "README configuration reference matches the tables" \
     "$top/contrib/gen-config-doc.sh" --check "$build_dir"
-  run_check "make install: headers, libraries, pkg-config, and a program built against them" \
+  run_check "make install: headers, libraries, modules, pkg-config, and a program built against them" \
     "$top/test/integration/install_check.sh" "$build_dir"
+  run_check "examples/uct_hello_world over self, tcp and sm" \
+    env UCT_HELLO_WORLD="$build_dir/examples/uct_hello_world" "$top/examples/run_uct_hello_world.sh"
+  run_check "mc_perftest in loopback and client/server modes over self, tcp and sm" \
+    "$top/test/integration/perftest_check.sh" "$build_dir"
 fi
 
 echo

@@ -15,7 +15,10 @@ root=$dest$prefix
 
 missing=0
 for f in include/mc/ucs/status/status.h include/mc/ucs/module/module_abi.h \
-         include/mc/ucs/config/table.h lib/libmc_ucs.so lib/pkgconfig/mc-ucs.pc bin/mc_info; do
+         include/mc/ucs/config/table.h include/mc/uct/api/module.h \
+         include/mc/ucp/api/ucp.h lib/libmc_ucp.so lib/pkgconfig/mc-ucp.pc bin/mc_perftest \
+         lib/libmc_ucs.so lib/libmc_uct.so lib/pkgconfig/mc-ucs.pc lib/pkgconfig/mc-uct.pc \
+         lib/mc/libmc_uct_self.so lib/mc/libmc_uct_tcp.so lib/mc/libmc_uct_sm.so bin/mc_info; do
   if [ -e "$root/$f" ]; then echo "installed: $f"; else echo "MISSING: $f"; missing=1; fi
 done
 [ $missing -eq 0 ] || exit 1
@@ -38,3 +41,11 @@ SRC
 # shellcheck disable=SC2086
 g++ $cflags "$dest/app.cc" -o "$dest/app" $libs -Wl,-rpath,"$root/lib"
 "$dest/app"
+
+# The installed mc_info finds the installed modules next to libmc_ucs.
+LD_LIBRARY_PATH=$root/lib "$root/bin/mc_info" -m > "$dest/modules.txt"
+cat "$dest/modules.txt"
+for m in self tcp sm; do
+  grep -E "uct +$m +loaded .*$root/lib/mc/libmc_uct_$m.so" "$dest/modules.txt" >/dev/null ||
+    { echo "installed module $m is not loaded from $root/lib/mc"; exit 1; }
+done
