@@ -14,8 +14,8 @@ info=$build_dir/src/tools/info/mc_info
 perftest=$build_dir/src/tools/perf/mc_perftest
 
 echo
-echo "=== mc_info: version, modules, devices ==="
-"$info" -v -m -d
+echo "=== mc_info: version, modules, devices, configuration ==="
+"$info" -v -m -d -c
 
 # One benchmark: a server process and a client process on 127.0.0.1.
 bench() {  # <transport> <device> <test> <size> <iterations> [options...]

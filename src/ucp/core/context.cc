@@ -30,6 +30,9 @@ Result<std::unique_ptr<Context>> Context::create(const ContextParams& params) {
   for (uct::Component* component : uct::load_components()) {
     for (const std::string& md_name : component->md_names()) ctx->add_md(component, md_name);
   }
+  // Every table of this process is registered now (UCS, the loaded
+  // transports, UCP): an MC_* setting none of them declares is a typo.
+  ucs::config::Registry::instance().warn_unknown(ctx->sources_);
   for (const ResourceInfo& r : ctx->resources_) {
     MC_LOG(debug) << "ucp: resource " << r.name() << (r.enabled ? " kept" : " " + r.reason);
   }
