@@ -92,8 +92,10 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::create(SegKind kind, size_t data
     shm_unlink(path.c_str());
     return Status::NoMemory;
   }
+  // The magic goes last: a concurrent stale-segment scan in another process
+  // must never see a header that names its owner but not yet its start time
+  // (it would take a live owner for a dead one and unlink the segment).
   auto* h = static_cast<SegmentHeader*>(base);
-  h->magic = kSegMagic;
   h->version = kSegVersion;
   h->kind = static_cast<uint32_t>(kind);
   h->owner_pid = name.pid;
@@ -101,6 +103,9 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::create(SegKind kind, size_t data
   h->boot_hash = ucs::boot_id_hash();
   h->pid_ns = pid_ns_inode();
   h->data_size = data_size;
+  std::atomic_thread_fence(std::memory_order_release);
+  reinterpret_cast<std::atomic<decltype(h->magic)>*>(&h->magic)->store(kSegMagic,
+                                                                       std::memory_order_release);
   return std::unique_ptr<ShmSegment>(
       new ShmSegment(name, static_cast<uint8_t*>(base), map_size, data_size, true));
 }
@@ -173,7 +178,7 @@ size_t remove_stale_segments() {
     // A segment without a valid header may be one being created right now:
     // its header is written before its name is handed to anyone, but after
     // the file appears. Leave it.
-    if (!read_ok || h.magic != kSegMagic || h.owner_pid != *pid) continue;
+    if (!read_ok || h.magic != kSegMagic || h.owner_pid != *pid || h.owner_start == 0) continue;
     const bool other_boot = h.boot_hash != boot;
     if (!other_boot && h.pid_ns != ns) continue;  // its pid means another process here
     if (!other_boot && process_alive(static_cast<pid_t>(*pid), h.owner_start)) continue;
