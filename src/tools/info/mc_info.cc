@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "config.h"
+#include "info_ucp.h"
 #include "ucs/config/registry.h"
 #include "ucs/log/log.h"
 #include "ucs/module/module_loader.h"
@@ -23,7 +24,7 @@ using namespace mc;
 
 void usage(const char* prog) {
   std::printf(
-      "Usage: %s [options]\n"
+      "Usage: %s [options] [-e peer] [-p peer]\n"
       "With no option: version, modules and configuration.\n"
       "  -v   version and build\n"
       "  -m   modules: path, load result, ABI, build tag, and why a module failed\n"
@@ -33,6 +34,11 @@ void usage(const char* prog) {
       "  -M   configuration reference as Markdown (README)\n"
       "  -T   topology: NUMA nodes, NICs, GPUs, and the NIC priority matrix\n"
       "  -s   system: host identity used for same-host reachability\n"
+      "  -w   UCP worker: resources kept or filtered, and the worker address in hex\n"
+      "  -e P lane selection of an endpoint to peer P: lanes, score terms, rejections\n"
+      "  -p P protocol table of an endpoint to peer P\n"
+      "       P: 'loopback' (a second worker here, connected to), a hex worker\n"
+      "       address (as -w prints), or a file holding one\n"
       "  -h   this help\n",
       prog);
 }
@@ -186,9 +192,11 @@ void print_system() {
 int main(int argc, char** argv) {
   if (ucs::is_error(ucs::log_init(argv[0]))) return 1;
   bool version = false, modules = false, config = false, full = false, markdown = false;
-  bool topology = false, system = false, devices = false;
+  bool topology = false, system = false, devices = false, worker = false;
+  std::string peer;
+  info::EndpointReport report;
   int c;
-  while ((c = getopt(argc, argv, "vmdcfMTsh")) != -1) {
+  while ((c = getopt(argc, argv, "vmdcfMTswe:p:h")) != -1) {
     switch (c) {
       case 'v': version = true; break;
       case 'm': modules = true; break;
@@ -198,6 +206,16 @@ int main(int argc, char** argv) {
       case 'M': markdown = true; break;
       case 'T': topology = true; break;
       case 's': system = true; break;
+      case 'w': worker = true; break;
+      case 'e':
+      case 'p':
+        if (!peer.empty() && peer != optarg) {
+          std::cerr << "mc_info: -e and -p name different peers\n";
+          return 2;
+        }
+        peer = optarg;
+        (c == 'e' ? report.lanes : report.protocols) = true;
+        break;
       case 'h': usage(argv[0]); return 0;
       default: usage(argv[0]); return 2;
     }
@@ -208,7 +226,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (markdown) return print_config(false, true);
-  if (!(version || modules || devices || config || topology || system)) {
+  if (!(version || modules || devices || config || topology || system || worker ||
+        !peer.empty())) {
     version = modules = config = true;
   }
 
@@ -219,5 +238,7 @@ int main(int argc, char** argv) {
   if (devices) print_devices();
   if (topology) rc |= print_topology();
   if (config) rc |= print_config(full, false);
+  if (worker) rc |= info::print_ucp_worker();
+  if (!peer.empty()) rc |= info::print_ucp_endpoint(peer, report);
   return rc;
 }

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// mc_info -w / -e / -p: UCP's view of this machine and of one peer, through
+// the same selection functions an endpoint uses.
+#include "info_ucp.h"
+
+#include <cctype>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "ucp/api/ucp.h"
+
+namespace mc::info {
+namespace {
+
+using ucs::Result;
+using ucs::Status;
+namespace wireup = ucp::wireup;
+namespace proto = ucp::proto;
+
+std::string hex_encode(const std::vector<uint8_t>& bytes) {
+  std::ostringstream os;
+  os << std::hex << std::setfill('0');
+  for (uint8_t b : bytes) os << std::setw(2) << static_cast<unsigned>(b);
+  return os.str();
+}
+
+// Hex text, whitespace ignored; false on any other character or an odd count.
+bool hex_decode(const std::string& text, std::vector<uint8_t>* out) {
+  std::string digits;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+    digits.push_back(c);
+  }
+  if (digits.empty() || digits.size() % 2 != 0) return false;
+  out->clear();
+  for (size_t i = 0; i < digits.size(); i += 2) {
+    out->push_back(static_cast<uint8_t>(std::stoul(digits.substr(i, 2), nullptr, 16)));
+  }
+  return true;
+}
+
+// The peer's packed address from a file or from the argument itself.
+bool read_peer(const std::string& peer, std::vector<uint8_t>* out) {
+  std::ifstream file(peer);
+  std::string text = peer;
+  if (file) {
+    std::ostringstream os;
+    os << file.rdbuf();
+    text = os.str();
+  }
+  return hex_decode(text, out);
+}
+
+std::string us(double seconds) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(3) << seconds * 1e6 << "us";
+  return os.str();
+}
+
+// Every scored pair with the terms of its scores, chosen or not.
+void print_candidates(const wireup::LaneSelection& sel, std::ostream& os) {
+  os << " candidates (score terms):\n";
+  if (sel.candidates.empty()) os << "  (none reachable)\n";
+  for (const wireup::Candidate& c : sel.candidates) {
+    os << "  " << c.name << ": latency " << us(c.latency) << ", overhead " << us(c.overhead)
+       << ", bandwidth " << std::fixed << std::setprecision(1) << c.bandwidth / 1e6
+       << "MB/s, priority " << c.priority << ", am " << (c.am_ok ? us(c.am_time) : "no") << ", rma "
+       << (c.rma_ok ? us(c.rma_time) : "no") << ", zcopy rails " << (c.bw_ok ? "yes" : "no")
+       << "\n";
+  }
+}
+
+void print_report(const wireup::WorkerAddress& peer, const wireup::LaneSelection& sel,
+                  const proto::EpProtocols* protocols, const EndpointReport& report) {
+  std::cout << "# endpoint to worker " << std::hex << peer.uuid << std::dec << " on "
+            << peer.hostname << " (" << peer.ifaces.size() << " remote ifaces)\n";
+  if (report.lanes) {
+    std::cout << " lanes:\n";
+    sel.print(std::cout);
+    print_candidates(sel, std::cout);
+  }
+  if (report.protocols && protocols != nullptr) {
+    std::cout << " protocols";
+    protocols->print(std::cout);
+  }
+}
+
+// Scores `packed` from `worker` without connecting: the peer may be gone.
+int report_address(ucp::Worker& worker, const std::vector<uint8_t>& packed,
+                   const EndpointReport& report) {
+  std::string why;
+  Result<wireup::WorkerAddress> peer = wireup::address_unpack(packed, &why);
+  if (!peer.ok()) {
+    std::cerr << "mc_info: invalid worker address: " << why << "\n";
+    return 1;
+  }
+  const ucp::ContextConfig& cfg = worker.context().config();
+  wireup::LaneSelectParams params;
+  params.max_rma_rails = cfg.max_rma_rails;
+  params.max_eager_rails = cfg.max_eager_rails;
+  const std::vector<wireup::AddressEntry>& remote = peer->ifaces;
+  auto reachable = [&worker, &remote](size_t li, size_t ri, std::string* reason) {
+    const int k = worker.iface_of(li);
+    if (k < 0) return *reason = "no iface", false;
+    return worker.ifaces()[static_cast<size_t>(k)].iface->is_reachable(
+        remote[ri].device_addr, remote[ri].iface_addr, reason);
+  };
+  const wireup::LaneSelection sel =
+      wireup::select_lanes(worker.local_resources(), remote, reachable, params);
+  if (sel.lanes.empty()) {
+    print_report(*peer, sel, nullptr, report);
+    std::cerr << "mc_info: no lane reaches the peer\n";
+    return 1;
+  }
+  proto::EpProtoParams pparams;
+  pparams.slice_size = cfg.slice_size;
+  pparams.bcopy_thresh = cfg.bcopy_thresh;
+  pparams.zcopy_thresh = cfg.zcopy_thresh;
+  const proto::EpProtocols protocols =
+      proto::EpProtocols::build(sel, worker.local_resources(), pparams);
+  print_report(*peer, sel, &protocols, report);
+  return 0;
+}
+
+// A second worker of this process, and a real endpoint to it.
+int report_loopback(ucp::Context& ctx, ucp::Worker& worker, const EndpointReport& report) {
+  Result<std::unique_ptr<ucp::Worker>> peer = ucp::Worker::create(ctx);
+  if (!peer.ok()) {
+    std::cerr << "mc_info: cannot create the loopback worker: " << ucs::status_string(peer.status())
+              << "\n";
+    return 1;
+  }
+  Result<std::unique_ptr<ucp::Endpoint>> ep = worker.ep_create((*peer)->address());
+  if (!ep.ok()) {
+    // Unreachable (e.g. MC_TLS=self: self reaches only its own worker):
+    // still show why every candidate was refused.
+    std::cerr << "mc_info: no endpoint to the loopback worker: " << ucs::status_string(ep.status())
+              << "\n";
+    (void)report_address(worker, (*peer)->address(), report);
+    return 1;
+  }
+  print_report((*ep)->peer(), (*ep)->lanes(), &(*ep)->protocols(), report);
+  return 0;
+}
+
+}  // namespace
+
+int print_ucp_endpoint(const std::string& peer, const EndpointReport& report) {
+  std::vector<uint8_t> packed;
+  if (peer != "loopback" && !read_peer(peer, &packed)) {
+    std::cerr << "mc_info: '" << peer
+              << "' is neither 'loopback', nor hex, nor a file holding a hex worker address\n";
+    return 1;
+  }
+  Result<std::unique_ptr<ucp::Context>> ctx = ucp::Context::create();
+  if (!ctx.ok()) {
+    std::cerr << "mc_info: cannot create a context: " << ucs::status_string(ctx.status()) << "\n";
+    return 1;
+  }
+  Result<std::unique_ptr<ucp::Worker>> worker = ucp::Worker::create(**ctx);
+  if (!worker.ok()) {
+    std::cerr << "mc_info: cannot create a worker: " << ucs::status_string(worker.status()) << "\n";
+    return 1;
+  }
+  if (peer == "loopback") return report_loopback(**ctx, **worker, report);
+  return report_address(**worker, packed, report);
+}
+
+int print_ucp_worker() {
+  Result<std::unique_ptr<ucp::Context>> ctx = ucp::Context::create();
+  if (!ctx.ok()) {
+    std::cerr << "mc_info: cannot create a context: " << ucs::status_string(ctx.status()) << "\n";
+    return 1;
+  }
+  std::cout << "# UCP resources:\n";
+  (*ctx)->print(std::cout);
+  Result<std::unique_ptr<ucp::Worker>> worker = ucp::Worker::create(**ctx);
+  if (!worker.ok()) {
+    std::cerr << "mc_info: cannot create a worker: " << ucs::status_string(worker.status()) << "\n";
+    return 1;
+  }
+  std::cout << "# worker " << std::hex << (*worker)->uuid() << std::dec << " ifaces:";
+  for (const ucp::WorkerIface& wi : (*worker)->ifaces()) {
+    std::cout << " " << (*ctx)->resources()[wi.resource].name();
+  }
+  std::cout << "\n# worker address (hex, for -e / -p):\n"
+            << hex_encode((*worker)->address()) << "\n";
+  return 0;
+}
+
+}  // namespace mc::info

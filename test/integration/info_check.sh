@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Checks mc_info -e / -p / -w: over MC_TLS=tcp and MC_TLS=sm the loopback
+# endpoint's lane is on that transport, the other transports appear as
+# rejected with a reason, the protocol table covers put, get and am; with
+# every transport self is rejected as unreachable; a hex address from -w is
+# accepted from a file; bad peers fail with a message.
+#
+#   test/integration/info_check.sh <build-dir>
+set -uo pipefail
+
+build_dir=${1:?usage: $0 <build-dir>}
+info=$build_dir/src/tools/info/mc_info
+[ -x "$info" ] || { echo "no mc_info in $build_dir (build it first)"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok:   $*"; }
+
+# expect <description> <file> <extended regex>: the file has a matching line.
+expect() {
+  if grep -Eq -- "$3" "$2"; then pass "$1"; else fail "$1: no line matches '$3'"; sed 's/^/    /' "$2"; fi
+}
+
+for tl in tcp sm; do
+  if ! MC_TLS=$tl timeout 60 "$info" -e loopback > "$tmp/e.$tl" 2>&1; then
+    fail "MC_TLS=$tl mc_info -e loopback exited non-zero"; sed 's/^/    /' "$tmp/e.$tl"; continue
+  fi
+  expect "MC_TLS=$tl: lane 0 is $tl" "$tmp/e.$tl" "^  lane 0: $tl/[^ ]+ -> $tl/"
+  expect "MC_TLS=$tl: a filtered candidate with its reason" "$tmp/e.$tl" \
+    "^  rejected [^ ]+: filtered: filtered by MC_TLS=$tl"
+  expect "MC_TLS=$tl: score terms" "$tmp/e.$tl" "^  $tl/[^ ]+ -> $tl/[^:]+: latency [0-9.]+us, overhead"
+  if ! MC_TLS=$tl timeout 60 "$info" -p loopback > "$tmp/p.$tl" 2>&1; then
+    fail "MC_TLS=$tl mc_info -p loopback exited non-zero"; sed 's/^/    /' "$tmp/p.$tl"; continue
+  fi
+  for op in put get am; do
+    expect "MC_TLS=$tl: protocol table has $op from 0" "$tmp/p.$tl" "^  $op 0\.\.[0-9]+ [a-z-]+ lanes? 0"
+  done
+  expect "MC_TLS=$tl: protocol table reaches inf" "$tmp/p.$tl" "^  am [0-9]+\.\.inf "
+done
+
+# Every transport: self cannot reach a second worker, and says why.
+if timeout 60 "$info" -e loopback > "$tmp/e.all" 2>&1; then
+  expect "all transports: self rejected as unreachable" "$tmp/e.all" \
+    "^  rejected self/[^ ]+ -> self/[^:]+: unreachable: "
+else
+  fail "mc_info -e loopback exited non-zero"; sed 's/^/    /' "$tmp/e.all"
+fi
+
+# A worker address in hex, from a file (scored without connecting).
+MC_TLS=tcp "$info" -w 2>/dev/null | tail -n 1 > "$tmp/addr.hex"
+if MC_TLS=tcp timeout 60 "$info" -e "$tmp/addr.hex" -p "$tmp/addr.hex" > "$tmp/e.hex" 2>&1; then
+  expect "hex address file: lane and table" "$tmp/e.hex" "^  lane 0: tcp/"
+  expect "hex address file: protocol table" "$tmp/e.hex" "^  put 0\.\."
+else
+  fail "mc_info -e <address file> exited non-zero"; sed 's/^/    /' "$tmp/e.hex"
+fi
+
+# Bad peers: exit 1 with the reason.
+for bad in zz 0a0b "$tmp/nothing-here"; do
+  if "$info" -e "$bad" > "$tmp/bad" 2>&1; then
+    fail "mc_info -e '$bad' succeeded"
+  else
+    expect "mc_info -e '$bad' fails with a reason" "$tmp/bad" "^mc_info: "
+  fi
+done
+if MC_TLS=self "$info" -e loopback > "$tmp/self" 2>&1; then
+  fail "MC_TLS=self mc_info -e loopback succeeded"
+else
+  expect "MC_TLS=self: loopback unreachable, with the reasons" "$tmp/self" "^  rejected sm/[^ ]+: filtered"
+fi
+
+echo "$failures failure(s)"
+[ $failures -eq 0 ]
