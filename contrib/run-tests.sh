@@ -67,6 +67,14 @@ if [ "$unit_only" = no ]; then
     env UCT_HELLO_WORLD="$build_dir/examples/uct_hello_world" "$top/examples/run_uct_hello_world.sh"
   run_check "mc_perftest in loopback and client/server modes over self, tcp and sm" \
     "$top/test/integration/perftest_check.sh" "$build_dir"
+  run_check "examples/ucp_client_server over tcp, sm and the default selection" \
+    env UCP_CLIENT_SERVER="$build_dir/examples/ucp_client_server" "$top/examples/run_ucp_client_server.sh"
+  run_check "the UCP C API: valid C11 header, a C program moving data" \
+    "$top/test/integration/c_api_check.sh" "$build_dir"
+  run_check "mc_info -e / -p: lanes, rejections with reasons, protocol tables" \
+    "$top/test/integration/info_check.sh" "$build_dir"
+  run_check "vendor plugin: out-of-tree template against an installed mc, mc_uct_check, UCP over it, ABI refusal" \
+    "$top/test/integration/plugin_check.sh" "$build_dir"
 fi
 
 echo
