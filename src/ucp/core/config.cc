@@ -20,10 +20,10 @@ const cfg::Table& context_config_table() {
                   &ContextConfig::shm_devices, cfg::allow_list_parser()),
        cfg::field("MAX_RMA_RAILS", "2",
                   "Most bandwidth lanes one endpoint spreads a large put or get over.",
-                  &ContextConfig::max_rma_rails, cfg::size_parser(1, 16)),
+                  &ContextConfig::max_rma_rails, cfg::uint_parser(1, 16)),
        cfg::field("MAX_EAGER_RAILS", "1",
                   "Most lanes one endpoint spreads the fragments of a large active message over.",
-                  &ContextConfig::max_eager_rails, cfg::size_parser(1, 16)),
+                  &ContextConfig::max_eager_rails, cfg::uint_parser(1, 16)),
        cfg::field("PROTO_INFO", "n",
                   "Log, at info level, the lanes and the protocol table chosen for each new "
                   "endpoint, with the rejected candidates and why.",
