@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "uct/base/component_loader.h"
 
@@ -40,7 +41,8 @@ bool find_resource(const std::string& tl_name, const std::string& dev, Resource*
   return false;
 }
 
-std::unique_ptr<Entity> Entity::create(const Resource& r, std::string* why) {
+std::unique_ptr<Entity> Entity::create(const Resource& r, std::string* why,
+                                       ErrorHandler on_error) {
   auto e = std::make_unique<Entity>();
   const ucs::config::Sources sources = ucs::config::Sources::from_process().value_or({});
   Result<std::unique_ptr<MemoryDomain>> md = r.component->md_open(r.md_name, sources);
@@ -52,6 +54,7 @@ std::unique_ptr<Entity> Entity::create(const Resource& r, std::string* why) {
   IfaceParams params;
   params.tl_name = r.tl.tl_name;
   params.dev_name = r.tl.dev_name;
+  params.err_handler = std::move(on_error);
   Result<std::unique_ptr<Iface>> iface = e->md_->iface_open(params);
   if (!iface.ok()) {
     *why = std::string("iface_open: ") + ucs::status_string(iface.status());
@@ -98,9 +101,12 @@ WaitCompletion::WaitCompletion() {
 bool progress_until(const std::function<bool()>& done, const Entities& entities,
                     std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  unsigned idle = 0;
   while (!done()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
-    for (Entity* e : entities) e->iface().progress();
+    unsigned events = 0;
+    for (Entity* e : entities) events += e->iface().progress();
+    if (events == 0 && ++idle > 64) std::this_thread::yield();
   }
   return true;
 }

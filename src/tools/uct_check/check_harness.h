@@ -31,13 +31,22 @@ bool find_resource(const std::string& tl_name, const std::string& dev, Resource*
 /// One side: a memory domain and an iface opened on a resource.
 class Entity {
  public:
-  /// Null (with `why`) when the md or the iface does not open.
-  static std::unique_ptr<Entity> create(const Resource& r, std::string* why);
+  /// Null (with `why`) when the md or the iface does not open. `on_error`
+  /// receives the iface's peer failures.
+  static std::unique_ptr<Entity> create(const Resource& r, std::string* why,
+                                        ErrorHandler on_error = {});
   MemoryDomain& md() { return *md_; }
   Iface& iface() { return *iface_; }
   const IfaceAttr& attr() const { return attr_; }
+  std::vector<uint8_t> device_address() const { return iface_->device_address(); }
+  std::vector<uint8_t> iface_address() const { return iface_->iface_address(); }
+  /// An endpoint to `peer`'s iface, or to an iface given by its addresses.
   Result<std::unique_ptr<Endpoint>> connect(const Entity& peer) {
-    return iface_->ep_create(peer.iface_->device_address(), peer.iface_->iface_address());
+    return connect(peer.device_address(), peer.iface_address());
+  }
+  Result<std::unique_ptr<Endpoint>> connect(const std::vector<uint8_t>& dev_addr,
+                                            const std::vector<uint8_t>& iface_addr) {
+    return iface_->ep_create(dev_addr, iface_addr);
   }
 
  private:
@@ -63,13 +72,16 @@ struct Buffer {
 /// A completion one can wait on.
 struct WaitCompletion {
   WaitCompletion();
+  bool done() const { return fired; }
   Completion comp;
   bool fired = false;
 };
 
 using Entities = std::vector<Entity*>;
 
-/// Progresses `entities` until `done()` or the timeout; returns done().
+/// Progresses `entities` until `done()` or the timeout; returns done(). Yields
+/// the CPU while nothing happens, so transports' own threads (and a peer
+/// process, on few cores) can run.
 bool progress_until(const std::function<bool()>& done, const Entities& entities,
                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
 /// The final status of an operation that returned `posted` with `c`.

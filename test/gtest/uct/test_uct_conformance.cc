@@ -402,7 +402,7 @@ TEST_P(UctTwoProcess, PutGetAmAcrossProcesses) {
   constexpr size_t kSize = 1 << 20;
   ChildTarget child;
   ASSERT_TRUE(child.start(GetParam(), kSize));
-  std::unique_ptr<Entity> me = Entity::create(GetParam());
+  std::unique_ptr<Entity> me = make_entity(GetParam());
   ASSERT_TRUE(me);
   std::string reason;
   ASSERT_TRUE(me->iface().is_reachable(child.dev_addr, child.iface_addr, &reason)) << reason;

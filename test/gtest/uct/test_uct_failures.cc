@@ -19,7 +19,7 @@ TEST_P(UctPeerFailure, KilledPeerFailsOutstandingWorkWithoutHanging) {
   Endpoint* failed_ep = nullptr;
   int handler_calls = 0;
   Status handler_status = Status::Ok;
-  std::unique_ptr<Entity> me = Entity::create(GetParam(), [&](Endpoint* ep, Status s) {
+  std::unique_ptr<Entity> me = make_entity(GetParam(), [&](Endpoint* ep, Status s) {
     failed_ep = ep;
     handler_status = s;
     ++handler_calls;

@@ -37,109 +37,22 @@ std::string resource_name(const testing::TestParamInfo<Resource>& info) {
   return n;
 }
 
-std::unique_ptr<Entity> Entity::create(const Resource& resource, ErrorHandler on_error) {
-  auto e = std::make_unique<Entity>();
+std::unique_ptr<Entity> make_entity(const Resource& resource, ErrorHandler on_error) {
   Component* c = find_component(resource.component);
-  EXPECT_NE(c, nullptr) << resource.component;
-  if (!c) return nullptr;
-  ucs::config::Sources sources = ucs::config::Sources::from_process().value_or({});
-  Result<std::unique_ptr<MemoryDomain>> md = c->md_open(resource.md_name, sources);
-  EXPECT_TRUE(md.ok()) << status_string(md.status());
-  if (!md.ok()) return nullptr;
-  e->md_ = std::move(*md);
-  IfaceParams params;
-  params.tl_name = resource.tl.tl_name;
-  params.dev_name = resource.tl.dev_name;
-  params.err_handler = std::move(on_error);
-  Result<std::unique_ptr<Iface>> iface = e->md_->iface_open(params);
-  EXPECT_TRUE(iface.ok()) << status_string(iface.status());
-  if (!iface.ok()) return nullptr;
-  e->iface_ = std::move(*iface);
-  e->attr_ = e->iface_->query();
+  if (!c) {
+    ADD_FAILURE() << "no component " << resource.component;
+    return nullptr;
+  }
+  std::string why;
+  std::unique_ptr<Entity> e =
+      Entity::create(check::Resource{c, resource.md_name, resource.tl}, &why, std::move(on_error));
+  if (!e) ADD_FAILURE() << resource.name() << ": " << why;
   return e;
 }
 
-Result<std::unique_ptr<Endpoint>> Entity::connect(const Entity& peer) {
-  return connect(peer.device_address(), peer.iface_address());
-}
-
-Result<std::unique_ptr<Endpoint>> Entity::connect(const std::vector<uint8_t>& dev_addr,
-                                                  const std::vector<uint8_t>& iface_addr) {
-  return iface_->ep_create(dev_addr, iface_addr);
-}
-
-Buffer::Buffer(Entity& e, size_t length, unsigned access) : data(std::max<size_t>(length, 1)) {
-  data.resize(length);
-  if (length == 0) return;
-  Result<std::unique_ptr<MemHandle>> h = e.md().mem_reg(data.data(), length, access);
-  EXPECT_TRUE(h.ok()) << status_string(h.status());
-  if (h.ok()) memh = std::move(*h);
-}
-
-namespace {
-uint8_t pattern(uint64_t seed, size_t i) {
-  return static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff);
-}
-}  // namespace
-
-void Buffer::fill(uint64_t seed) {
-  for (size_t i = 0; i < data.size(); ++i) data[i] = pattern(seed, i);
-}
-
-ptrdiff_t Buffer::check(uint64_t seed) const {
-  for (size_t i = 0; i < data.size(); ++i) {
-    if (data[i] != pattern(seed, i)) return static_cast<ptrdiff_t>(i);
-  }
-  return -1;
-}
-
-std::vector<uint8_t> Buffer::packed_rkey(Entity& e) const {
-  std::vector<uint8_t> packed;
-  EXPECT_EQ(e.md().mkey_pack(*memh, &packed), Status::Ok);
-  return packed;
-}
-
-bool progress_until(const std::function<bool()>& done, std::initializer_list<Entity*> entities,
-                    std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  unsigned idle = 0;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    unsigned events = 0;
-    for (Entity* e : entities) events += e->iface().progress();
-    // Yield when nothing happens, so background threads (and the peer, on
-    // two cores) get the CPU.
-    if (events == 0 && ++idle > 64) std::this_thread::yield();
-  }
-  return true;
-}
-
-TestCompletion::TestCompletion() {
-  comp.func = [](Completion* c) { static_cast<TestCompletion*>(c->arg)->fired = true; };
-  comp.arg = this;
-  comp.count = 1;
-}
-
-Status wait_op(Status posted, TestCompletion& c, std::initializer_list<Entity*> entities) {
-  if (posted != Status::InProgress) return posted;
-  if (!progress_until([&] { return c.done(); }, entities)) return Status::Timeout;
-  return c.comp.status;
-}
-
-Status flush_and_wait(Endpoint& ep, std::initializer_list<Entity*> entities) {
-  TestCompletion c;
-  Status s = Status::NoResource;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while ((s = ep.flush(&c.comp)) == Status::NoResource) {
-    if (std::chrono::steady_clock::now() > deadline) return Status::Timeout;
-    for (Entity* e : entities) e->iface().progress();
-  }
-  return wait_op(s, c, entities);
-}
-
 void UctTest::SetUp() {
-  sender_ = Entity::create(GetParam());
-  receiver_ = Entity::create(GetParam());
+  sender_ = make_entity(GetParam());
+  receiver_ = make_entity(GetParam());
   ASSERT_TRUE(sender_ && receiver_);
   std::string reason;
   const auto dev = receiver_->device_address();
@@ -162,25 +75,6 @@ void UctTest::TearDown() {
   ep_.reset();
   receiver_.reset();
   sender_.reset();
-}
-
-std::vector<size_t> test_sizes(const OpLimits& limits, size_t min, size_t max) {
-  std::vector<size_t> candidates = {0,
-                                    1,
-                                    7,
-                                    8,
-                                    limits.max_short,
-                                    limits.max_short + 1,
-                                    limits.max_bcopy,
-                                    size_t{1} << 20,
-                                    size_t{64} << 20};
-  std::vector<size_t> out;
-  for (size_t s : candidates) {
-    if (s >= min && s <= max && std::find(out.begin(), out.end(), s) == out.end()) {
-      out.push_back(s);
-    }
-  }
-  return out;
 }
 
 }  // namespace mc::uct::test
@@ -230,7 +124,7 @@ bool read_blob(int fd, std::vector<uint8_t>* v) {
 
 // The child's whole life; returns its exit code.
 int child_main(const Resource& resource, size_t size, int to_parent, int from_parent) {
-  std::unique_ptr<Entity> e = Entity::create(resource);
+  std::unique_ptr<Entity> e = make_entity(resource);
   if (!e) return 10;
   // Filled before it is registered: once registered, the transport's own
   // threads may write it on behalf of the parent.

@@ -14,6 +14,7 @@
 
 #include "uct/api/component.h"
 #include "uct/api/ep.h"
+#include "tools/uct_check/check_harness.h"
 #include "uct/api/iface.h"
 
 namespace mc::uct::test {
@@ -31,62 +32,18 @@ struct Resource {
 /// loopback device only, so tests never leave this machine.
 std::vector<Resource> available_resources();
 
-/// One side: a memory domain and an iface opened on a resource.
-class Entity {
- public:
-  /// Opens the md and the iface; fails the calling test on error.
-  static std::unique_ptr<Entity> create(const Resource& resource, ErrorHandler on_error = {});
+// The entities, buffers and waits are mc_uct_check's: one harness for the
+// installed checker and this suite.
+using check::Buffer;
+using check::Entity;
+using check::flush_and_wait;
+using check::progress_until;
+using check::test_sizes;
+using check::wait_op;
+using TestCompletion = check::WaitCompletion;
 
-  MemoryDomain& md() { return *md_; }
-  Iface& iface() { return *iface_; }
-  const IfaceAttr& attr() const { return attr_; }
-
-  /// An endpoint from this entity to `peer`'s iface.
-  Result<std::unique_ptr<Endpoint>> connect(const Entity& peer);
-  /// An endpoint to an iface given by its packed addresses.
-  Result<std::unique_ptr<Endpoint>> connect(const std::vector<uint8_t>& dev_addr,
-                                            const std::vector<uint8_t>& iface_addr);
-
-  std::vector<uint8_t> device_address() const { return iface_->device_address(); }
-  std::vector<uint8_t> iface_address() const { return iface_->iface_address(); }
-
- private:
-  std::unique_ptr<MemoryDomain> md_;
-  std::unique_ptr<Iface> iface_;
-  IfaceAttr attr_;
-};
-
-/// A buffer registered with an entity's md, filled with a pattern.
-struct Buffer {
-  Buffer(Entity& e, size_t length, unsigned access = kAccessAll);
-  void fill(uint64_t seed);
-  /// Index of the first byte that differs from the pattern of `seed`, or -1.
-  ptrdiff_t check(uint64_t seed) const;
-  std::vector<uint8_t> packed_rkey(Entity& e) const;
-  uint64_t address() const { return reinterpret_cast<uintptr_t>(data.data()); }
-
-  std::vector<uint8_t> data;
-  std::unique_ptr<MemHandle> memh;
-};
-
-/// Progresses `entities` until `done()` holds or `timeout` passes; returns done().
-bool progress_until(const std::function<bool()>& done, std::initializer_list<Entity*> entities,
-                    std::chrono::milliseconds timeout = std::chrono::seconds(30));
-
-/// A completion the test can wait on.
-struct TestCompletion {
-  TestCompletion();
-  bool done() const { return fired; }
-  Completion comp;
-  bool fired = false;
-};
-
-/// Waits for an operation's result: Ok at once, InProgress until `c` fires.
-/// Returns the final status.
-Status wait_op(Status posted, TestCompletion& c, std::initializer_list<Entity*> entities);
-
-/// Flushes `ep` and waits; returns the final status.
-Status flush_and_wait(Endpoint& ep, std::initializer_list<Entity*> entities);
+/// Opens an entity on `resource`; fails the calling test when it does not open.
+std::unique_ptr<Entity> make_entity(const Resource& resource, ErrorHandler on_error = {});
 
 /// Parameterised fixture: a sender and a receiver entity on GetParam().
 class UctTest : public testing::TestWithParam<Resource> {
@@ -114,10 +71,6 @@ class UctTest : public testing::TestWithParam<Resource> {
   std::unique_ptr<Entity> receiver_;
   std::unique_ptr<Endpoint> ep_;
 };
-
-/// The sizes the suite moves for one operation family and protocol, within
-/// [min, max]: 0, 1, 7, 8, max_short, max_short + 1, max_bcopy, 1 MiB, 64 MiB.
-std::vector<size_t> test_sizes(const OpLimits& limits, size_t min, size_t max);
 
 /// gtest name generator for Resource parameters.
 std::string resource_name(const testing::TestParamInfo<Resource>& info);
