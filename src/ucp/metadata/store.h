@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// The metadata store: a small key/value interface under the Transfer Engine.
+// A connection string picks the backend:
+//   P2PHANDSHAKE                      no server (the engine's RPC listener serves
+//                                     its own descriptors; see te/)
+//   http://host:port/metadata         GET/PUT/DELETE ?key=  (libcurl; module)
+//   etcd://h1:2379[,h2:2379], h:2379  etcd v3 JSON gateway  (libcurl+jsoncpp; module)
+//   redis://[:password@]host:6379[/db]                       (hiredis; module)
+// Backends that bring a third-party library are modules of kind "metadata"
+// (libmc_metadata_<name>.so) exporting a StoreFactory through
+// MC_METADATA_MODULE_DEFINE.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ucs/status/status.h"
+
+namespace mc::metadata {
+
+using ucs::Result;
+using ucs::Status;
+
+/// Version of the Store/StoreFactory interface a metadata module implements.
+inline constexpr uint32_t kStoreApiVersion = 1;
+
+/// Options every backend honours.
+struct StoreOptions {
+  /// Bound on one request to the server, connection included.
+  std::chrono::milliseconds timeout{5000};
+  /// Time-to-live of keys put with Store::put(..., leased = true): backends
+  /// with leases (etcd) attach them to a lease kept alive while the store
+  /// lives, so a crashed engine's keys expire. 0: no lease.
+  std::chrono::seconds lease_ttl{10};
+};
+
+/// Called by watch() when `key` changes: its new value, or nullopt when it
+/// was removed. Runs on a thread of the backend.
+using WatchCallback = std::function<void(const std::string& key, const std::optional<std::string>& value)>;
+
+/// Thread safety: every method may be called from any thread concurrently.
+/// Every error is logged once with the URL and the cause, and the same text
+/// is kept in last_error().
+class Store {
+ public:
+  virtual ~Store() = default;
+  /// The value of `key`; NoElem when it is absent; IoError / Timeout when the
+  /// server cannot be reached or answered garbage (last_error() says which).
+  virtual Result<std::string> get(const std::string& key) = 0;
+  /// Sets `key`. `leased`: attach it to this store's lease where the backend
+  /// has leases (the key disappears when the process dies).
+  virtual Status put(const std::string& key, const std::string& value, bool leased = false) = 0;
+  /// Removes `key`; removing an absent key is Ok.
+  virtual Status remove(const std::string& key) = 0;
+  /// Whether watch() is implemented.
+  virtual bool supports_watch() const { return false; }
+  /// Calls `callback` on every change of `key` until the store is destroyed.
+  virtual Status watch(const std::string& key, WatchCallback callback) {
+    (void)key;
+    (void)callback;
+    return Status::Unsupported;
+  }
+  /// The connection string, as given (no password).
+  virtual std::string url() const = 0;
+  /// Text of the last error, e.g. "http://127.0.0.1:1/metadata: connection refused".
+  virtual std::string last_error() const = 0;
+};
+
+/// What a metadata module exports: makes a Store from a connection string.
+class StoreFactory {
+ public:
+  virtual ~StoreFactory() = default;
+  /// Backend name ("http", "etcd", "redis").
+  virtual const char* name() const = 0;
+  /// Whether this backend understands `conn` (by scheme or shape).
+  virtual bool accepts(const std::string& conn) const = 0;
+  /// Opens the store; checks the server once, within options.timeout. On
+  /// failure `*error` names the URL and the cause.
+  virtual Result<std::unique_ptr<Store>> open(const std::string& conn, const StoreOptions& options,
+                                              std::string* error) = 0;
+};
+
+/// True for "P2PHANDSHAKE" (case-insensitive): no store, peers are asked directly.
+bool is_p2p(const std::string& conn);
+
+/// Loads the metadata modules (once) and opens the store for `conn` through
+/// the first factory that accepts it. InvalidParam for a string no backend
+/// understands, Unsupported when the backend's module is missing (with the
+/// loader's reason in *error), else the factory's outcome.
+Result<std::unique_ptr<Store>> open_store(const std::string& conn, const StoreOptions& options,
+                                          std::string* error);
+
+}  // namespace mc::metadata
