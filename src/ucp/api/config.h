@@ -30,6 +30,7 @@ struct ContextConfig {
   ucs::config::Duration transfer_timeout{};  ///< MC_TRANSFER_TIMEOUT: request deadline
   std::optional<size_t> bcopy_thresh;        ///< MC_BCOPY_THRESH: nullopt = auto
   std::optional<size_t> zcopy_thresh;        ///< MC_ZCOPY_THRESH: nullopt = auto
+  std::optional<size_t> rndv_thresh;         ///< MC_RNDV_THRESH: nullopt = auto
 };
 
 /// The table of ContextConfig (global knobs, prefix "MC_").

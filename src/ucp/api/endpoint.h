@@ -47,10 +47,13 @@ class Endpoint {
   /// completes when they are there. Statuses as put_nbx().
   Result<std::shared_ptr<Request>> get_nbx(void* buffer, size_t length, uint64_t remote_addr,
                                            const Rkey& rkey, const RequestParams& params = {});
-  /// Sends `length` bytes to the peer's handler `id` (eager: in one message
-  /// or in fragments, over the AM lane or the eager rails). The request
-  /// completes when `buffer` may be reused. Unsupported when no lane carries
-  /// active messages.
+  /// Sends `length` bytes to the peer's handler `id`: eager below
+  /// MC_RNDV_THRESH (in one message or in fragments, over the AM lane or the
+  /// eager rails), else by rendezvous (a request to send with an rkey; the
+  /// peer gets the payload zero-copy into its own buffer, runs the handler,
+  /// and acknowledges; the peer's worker must be progressed meanwhile). The
+  /// request completes when `buffer` may be reused: for a rendezvous, once
+  /// acknowledged. Unsupported when no lane carries active messages.
   Result<std::shared_ptr<Request>> am_send_nbx(uint16_t id, const void* buffer, size_t length,
                                                const RequestParams& params = {});
   /// Completes when every operation started before it is complete, remotely
@@ -86,6 +89,10 @@ class Endpoint {
                                        uint64_t remote_addr, const Rkey& rkey,
                                        const RequestParams& params);
   std::vector<size_t> lanes_for(proto::Op op, const proto::ProtoRange& range) const;
+  /// Rendezvous (core/worker_rndv.cc); Unsupported when the request to send
+  /// does not fit the lane (the caller sends eagerly instead).
+  Result<std::shared_ptr<Request>> rndv_send(uint16_t id, const void* buffer, size_t length,
+                                             const RequestParams& params, size_t am_lane);
   void cancel_requests();
 
   Worker* worker_;

@@ -25,6 +25,8 @@ namespace mc::ucp {
 
 class Endpoint;
 class AmReassembly;
+class RndvSendOp;
+struct RndvRecv;
 
 /// Receives an active message: `length` bytes at `data`, valid only during
 /// the call. Runs inside Worker::progress().
@@ -94,6 +96,7 @@ class Worker {
 
  private:
   friend class Endpoint;
+  friend class RndvSendOp;
   explicit Worker(Context* context);
   Status open_ifaces();
   void set_uct_am_handlers(uct::Iface& iface);
@@ -103,6 +106,16 @@ class Worker {
   void on_uct_error(uct::Endpoint* ep, Status status);
   void detach(Endpoint* ep);
   std::shared_ptr<const proto::EpProtocols> protocols_for(const wireup::LaneSelection& sel);
+  // Rendezvous (core/worker_rndv.cc).
+  void on_am_rts(const void* data, size_t length);
+  void on_am_ats(const void* data, size_t length);
+  Result<Endpoint*> reply_ep(uint64_t uuid, std::span<const uint8_t> address);
+  void send_ats(Endpoint* ep, uint64_t rndv_id, Status status);
+  void start_rndv_recvs();
+  void start_rndv_recv(std::span<const uint8_t> bytes);
+  void finish_rndv_recv(RndvRecv* r, Status status);
+  void reap_rndv_recvs();
+  void close_rndv();
 
   Context* context_;
   uint64_t uuid_;
@@ -117,6 +130,15 @@ class Worker {
   std::map<std::string, std::shared_ptr<const proto::EpProtocols>> proto_cache_;  ///< by lanes
   uint64_t next_seq_ = 1;
   uint64_t next_message_id_ = 1;
+  // Rendezvous: the sender's ops awaiting an acknowledgement, by id; the
+  // receiver's requests to send not yet started, receptions, and endpoints
+  // back to the senders (by worker uuid).
+  std::map<uint64_t, RndvSendOp*> rndv_sends_;
+  uint64_t next_rndv_id_ = 1;
+  std::vector<std::vector<uint8_t>> pending_rts_;
+  std::vector<std::unique_ptr<RndvRecv>> rndv_recvs_;
+  std::map<uint64_t, std::unique_ptr<Endpoint>> reply_eps_;
+  bool closing_ = false;
 };
 
 }  // namespace mc::ucp

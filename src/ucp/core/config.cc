@@ -52,7 +52,12 @@ const cfg::Table& context_config_table() {
        cfg::field("ZCOPY_THRESH", "auto",
                   "Size from which zero-copy replaces short and bcopy; auto: from the "
                   "performance model.",
-                  &ContextConfig::zcopy_thresh, cfg::auto_parser(cfg::size_parser()))});
+                  &ContextConfig::zcopy_thresh, cfg::auto_parser(cfg::size_parser())),
+       cfg::field("RNDV_THRESH", "auto",
+                  "Size from which an active message goes by rendezvous (a request-to-send, "
+                  "then the receiver gets the payload zero-copy and acknowledges) instead of "
+                  "eager fragments; auto: from the performance model, \"inf\": never.",
+                  &ContextConfig::rndv_thresh, cfg::auto_parser(cfg::size_parser()))});
   return table;
 }
 

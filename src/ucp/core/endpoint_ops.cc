@@ -112,6 +112,14 @@ Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* 
     MC_LOG(error) << "ucp: no lane to " << peer_.hostname << " carries active messages";
     return Status::Unsupported;
   }
+  proto::ProtoRange eager;
+  if (range->kind == ProtoKind::Rndv) {
+    Result<std::shared_ptr<Request>> r = rndv_send(id, buffer, length, params, range->lanes[0]);
+    if (r.ok() || r.status() != Status::Unsupported) return r;
+    eager = *range;  // the request to send does not fit: fragments instead
+    eager.kind = ProtoKind::Bcopy;
+    range = &eager;
+  }
   const ContextConfig& cfg = worker_->context().config();
   proto::AmParams p;
   p.am_id = id;

@@ -9,6 +9,7 @@
 
 #include "ucp/api/endpoint.h"
 #include "ucp/core/am_reassembly.h"
+#include "ucp/core/rndv.h"
 #include "ucp/proto/am_wire.h"
 #include "ucp/proto/flush_op.h"
 #include "ucp/proto/request_op.h"
@@ -39,14 +40,18 @@ Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
 }
 
 Worker::~Worker() {
-  if (!eps_.empty()) {
-    MC_LOG(error) << "ucp: worker destroyed with " << eps_.size() << " endpoint(s) alive";
+  close_rndv();
+  if (eps_.size() > reply_eps_.size()) {
+    MC_LOG(error) << "ucp: worker destroyed with " << eps_.size() - reply_eps_.size()
+                  << " endpoint(s) alive";
   }
   for (const std::shared_ptr<Request>& r : active_) {
     r->cancel();
     r->op_->orphan();
   }
   active_.clear();
+  rndv_recvs_.clear();
+  reply_eps_.clear();
   ifaces_.clear();
   if (async_) (void)async_->stop();
 }
@@ -121,6 +126,10 @@ std::vector<uint8_t> Worker::address() const {
 unsigned Worker::progress() {
   unsigned events = 0;
   for (WorkerIface& wi : ifaces_) events += wi.iface->progress();
+  if (!pending_rts_.empty()) {
+    events += static_cast<unsigned>(pending_rts_.size());
+    start_rndv_recvs();
+  }
   const uint64_t now = ucs::monotonic_ns();
   // By index: a callback may start requests (appended) or cancel others.
   for (size_t i = 0; i < active_.size(); ++i) {
@@ -132,6 +141,7 @@ unsigned Worker::progress() {
   active_.erase(std::remove_if(active_.begin(), active_.end(),
                                [](const std::shared_ptr<Request>& r) { return r->retired(); }),
                 active_.end());
+  if (!rndv_recvs_.empty()) reap_rndv_recvs();
   return events;
 }
 
@@ -186,6 +196,14 @@ void Worker::set_uct_am_handlers(uct::Iface& iface) {
   });
   (void)iface.set_am_handler(proto::kAmIdFrag, [this](const void* data, size_t length, unsigned) {
     on_am_frag(data, length);
+    return Status::Ok;
+  });
+  (void)iface.set_am_handler(proto::kAmIdRts, [this](const void* data, size_t length, unsigned) {
+    on_am_rts(data, length);
+    return Status::Ok;
+  });
+  (void)iface.set_am_handler(proto::kAmIdAts, [this](const void* data, size_t length, unsigned) {
+    on_am_ats(data, length);
     return Status::Ok;
   });
 }

@@ -70,6 +70,7 @@ std::shared_ptr<const proto::EpProtocols> Worker::protocols_for(const wireup::La
   params.slice_size = cfg.slice_size;
   params.bcopy_thresh = cfg.bcopy_thresh;
   params.zcopy_thresh = cfg.zcopy_thresh;
+  params.rndv_thresh = cfg.rndv_thresh;
   auto tables =
       std::make_shared<const proto::EpProtocols>(proto::EpProtocols::build(sel, local_, params));
   proto_cache_.emplace(key.str(), tables);

@@ -10,6 +10,8 @@ namespace mc::ucp::proto {
 /// UCT active-message ids UCP uses on every iface.
 inline constexpr uint8_t kAmIdSingle = 1;  ///< a whole message
 inline constexpr uint8_t kAmIdFrag = 2;    ///< one fragment of a large message
+inline constexpr uint8_t kAmIdRts = 3;     ///< rendezvous: request to send
+inline constexpr uint8_t kAmIdAts = 4;     ///< rendezvous: acknowledgement to the sender
 
 /// Single message, 8 bytes, little-endian (the UCT am_short header word):
 ///   u16 user am id | u16 flags (0) | u32 reserved (0)   then the payload.
@@ -19,6 +21,17 @@ inline constexpr size_t kAmSingleHeader = 8;
 ///   u16 user am id | u16 flags (0) | u32 reserved (0) | u64 sender worker uuid |
 ///   u64 message id | u64 total length | u64 offset     then the fragment's bytes.
 inline constexpr size_t kAmFragHeader = 40;
+
+/// Rendezvous request to send, 52 bytes then two blobs, little-endian:
+///   u16 user am id | u16 flags (0) | u32 reserved (0) | u64 sender worker uuid |
+///   u64 rendezvous id | u64 length | u64 sender buffer address |
+///   u32 address length A | u32 rkey length K | u32 reserved (0)
+///   then A bytes of the sender's worker address and K bytes of its packed rkey.
+inline constexpr size_t kAmRtsHeader = 52;
+
+/// Rendezvous acknowledgement, 16 bytes, little-endian:
+///   u64 rendezvous id | i32 final status of the receiver's get | u32 reserved (0)
+inline constexpr size_t kAmAtsLength = 16;
 
 /// Largest message a receiver agrees to reassemble (a forged total length
 /// must not make it allocate without bound).

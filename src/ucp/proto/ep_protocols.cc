@@ -46,6 +46,12 @@ LanePerf lane_perf(Op op, const wireup::Candidate& c, const wireup::LocalResourc
 
 namespace {
 
+LanePerf perf_of(Op op, const wireup::LaneSelection& sel,
+                 const std::vector<wireup::LocalResource>& local, size_t lane) {
+  const wireup::Candidate& c = sel.candidate_of(lane);
+  return lane_perf(op, c, local[c.local], lane);
+}
+
 ProtoTable build_table(Op op, bool registered, const wireup::LaneSelection& sel,
                        const std::vector<wireup::LocalResource>& local,
                        const EpProtoParams& params) {
@@ -72,6 +78,19 @@ ProtoTable build_table(Op op, bool registered, const wireup::LaneSelection& sel,
   p.registered = registered;
   p.bcopy_thresh = params.bcopy_thresh;
   p.zcopy_thresh = params.zcopy_thresh;
+  if (am && !sel.rma_lanes.empty()) {
+    // The receiver's get, modelled by ours over the same pair of resources:
+    // the bandwidth of every rail when it has several.
+    LanePerf g = perf_of(Op::Get, sel, local, sel.rma_lanes[0]);
+    if (sel.rma_bw_lanes.size() >= 2) {
+      double bw = 0;
+      for (size_t lane : sel.rma_bw_lanes) bw += perf_of(Op::Get, sel, local, lane).bandwidth;
+      g.bandwidth = bw;
+    }
+    g.lane = p.single.lane;
+    p.rndv_get = g;
+    p.rndv_thresh = params.rndv_thresh;
+  }
   return select_protocols(p);
 }
 

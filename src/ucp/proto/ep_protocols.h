@@ -17,6 +17,7 @@ struct EpProtoParams {
   size_t slice_size = 65536;
   std::optional<size_t> bcopy_thresh;
   std::optional<size_t> zcopy_thresh;
+  std::optional<size_t> rndv_thresh;  ///< nullopt: auto
   double copy_bandwidth = 8e9;
 };
 

@@ -7,8 +7,14 @@
 //   zcopy: L.overhead + L.latency + reg.c + n * (1/L.bw + reg.m + L.overhead/L.max_zcopy)  n >= 1
 //   multi: max(R.overhead + R.latency) + sum(R.reg.c)
 //          + n * (1/sum(R.bw) + sum(R.reg.m) + max(R.overhead)/(slice * |R|))  n > slice
+//   rndv:  3 * (L.overhead + L.latency) + G.latency + 2 * reg.c
+//          + n * (1/G.bw + 2 * reg.m)                              n >= 1, am only
 // where reg is zero when the user's buffer is registered. The per-byte
-// overhead terms charge one posted operation per fragment or slice.
+// overhead terms charge one posted operation per fragment or slice. For am,
+// eager protocols also pay the receiver's copy (1/copy_bw per byte: out of
+// the fragments into one message); rendezvous gets straight into place, but
+// pays a request-to-send, the get (G: the get figures) and an acknowledgement,
+// and registers on both sides.
 #include "ucp/proto/proto_select.h"
 
 #include <algorithm>
@@ -32,6 +38,7 @@ const char* proto_kind_name(ProtoKind kind) {
     case ProtoKind::Bcopy: return "bcopy";
     case ProtoKind::Zcopy: return "zcopy";
     case ProtoKind::MultiZcopy: return "multi-zcopy";
+    case ProtoKind::Rndv: return "rndv";
   }
   return "?";
 }
@@ -84,11 +91,25 @@ std::vector<Model> build_models(const ProtoSelectParams& p) {
                      ovh / (static_cast<double>(p.slice_size) * static_cast<double>(lanes.size()));
     models.push_back({ProtoKind::MultiZcopy, c + rc, m, p.slice_size + 1, SIZE_MAX, lanes});
   }
+  if (p.op == Op::Am && p.rndv_get && p.rndv_get->has_zcopy) {
+    const LanePerf& g = *p.rndv_get;
+    // Eager messages are copied once more at the receiver.
+    for (Model& e : models) {
+      if (e.kind != ProtoKind::Short) e.m += 1.0 / p.copy_bandwidth;
+    }
+    const double c = 3 * base + g.latency + 2 * reg_c;
+    models.push_back({ProtoKind::Rndv, c, per_byte(g) + 2 * reg_m, 1, SIZE_MAX, {l.lane}});
+  }
   return models;
 }
 
 bool forced_allows(const ProtoSelectParams& p, ProtoKind kind, size_t n) {
-  const bool zero_copy = kind == ProtoKind::Zcopy || kind == ProtoKind::MultiZcopy;
+  if (p.rndv_thresh && p.rndv_get && p.rndv_get->has_zcopy) {
+    if (kind == ProtoKind::Rndv) return n >= *p.rndv_thresh;
+    if (n >= *p.rndv_thresh) return false;
+  }
+  const bool zero_copy =
+      kind == ProtoKind::Zcopy || kind == ProtoKind::MultiZcopy || kind == ProtoKind::Rndv;
   if (p.bcopy_thresh && kind == ProtoKind::Short && n >= *p.bcopy_thresh) return false;
   if (p.zcopy_thresh && zero_copy && n < *p.zcopy_thresh) return false;
   if (p.zcopy_thresh && !zero_copy && n >= *p.zcopy_thresh) return false;
@@ -126,6 +147,7 @@ std::vector<size_t> breakpoints(const std::vector<Model>& models, const ProtoSel
   }
   if (p.bcopy_thresh) pts.push_back(*p.bcopy_thresh);
   if (p.zcopy_thresh) pts.push_back(*p.zcopy_thresh);
+  if (p.rndv_thresh) pts.push_back(*p.rndv_thresh);
   for (size_t i = 0; i < models.size(); ++i) {
     for (size_t j = i + 1; j < models.size(); ++j) {
       if (models[i].m != models[j].m) {

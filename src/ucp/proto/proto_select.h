@@ -21,8 +21,10 @@ enum class Op : uint8_t { Put, Get, Am };
 const char* op_name(Op op);
 
 /// How one message is moved.
-enum class ProtoKind : uint8_t { Short, Bcopy, Zcopy, MultiZcopy };
-/// "short", "bcopy", "zcopy", "multi-zcopy".
+/// Rndv (active messages only): the sender sends a small request-to-send
+/// with its rkey; the receiver gets the payload zero-copy and acknowledges.
+enum class ProtoKind : uint8_t { Short, Bcopy, Zcopy, MultiZcopy, Rndv };
+/// "short", "bcopy", "zcopy", "multi-zcopy", "rndv".
 const char* proto_kind_name(ProtoKind kind);
 
 /// One lane's figures for one operation. Payload limits exclude UCP headers.
@@ -50,6 +52,11 @@ struct ProtoSelectParams {
   bool registered = false;             ///< the user's buffer is registered: no registration cost
   std::optional<size_t> bcopy_thresh;  ///< short only below it
   std::optional<size_t> zcopy_thresh;  ///< zero-copy only from it, short and bcopy only below
+  /// Am only: the get the receiver of a rendezvous does (its lanes are the
+  /// mirror of ours, so our get figures stand for them); no rendezvous when
+  /// it has no zcopy. Its `lane` is the lane of the request-to-send.
+  std::optional<LanePerf> rndv_get;
+  std::optional<size_t> rndv_thresh;  ///< rendezvous from it, eager below
 };
 
 /// One row of the table: sizes [min, max] use `kind` on `lanes`.

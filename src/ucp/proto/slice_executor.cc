@@ -2,6 +2,8 @@
 // SliceExecutor.
 #include "ucp/proto/slice_executor.h"
 
+#include "ucs/log/log.h"
+
 namespace mc::ucp::proto {
 
 using ucs::Status;
@@ -87,7 +89,12 @@ void SliceExecutor::fail_slice(size_t index, Status status) {
   if (first_error_ == Status::Ok) first_error_ = status;
   fail_lane(st.slice.lane, status);
   if (final_ != Status::InProgress) return;
-  if (++st.tries > params_.retry_cnt || !requeue(index)) final_ = first_error_;
+  if (++st.tries > params_.retry_cnt || !requeue(index)) {
+    final_ = first_error_;
+    return;
+  }
+  MC_LOG(debug) << "ucp: re-issuing slice " << index << " (offset " << st.slice.offset
+                << ") on lane " << st.slice.lane << ", try " << st.tries;
 }
 
 void SliceExecutor::fail_lane(size_t lane, Status status) {
@@ -96,6 +103,21 @@ void SliceExecutor::fail_lane(size_t lane, Status status) {
   lane_failed_[lane] = true;
   std::deque<size_t> waiting;
   waiting.swap(queues_[lane]);
+  // Once per lane and request; the slices in flight there follow one by one
+  // as their completions fail (fail_slice).
+  size_t healthy = 0;
+  for (size_t l = 0; l < queues_.size(); ++l) {
+    healthy += !lane_failed_[l] && !is_error(issuer_->lane_status(l));
+  }
+  if (healthy > 0) {
+    MC_LOG(warn) << "ucp: lane " << lane << " of a " << states_.size() << "-slice request failed ("
+                 << ucs::status_string(status) << "): re-issuing its " << waiting.size()
+                 << " waiting and " << lane_in_flight_[lane] << " in-flight slice(s) on " << healthy
+                 << " other lane(s)";
+  } else {
+    MC_LOG(debug) << "ucp: lane " << lane << " of a request failed (" << ucs::status_string(status)
+                  << ") and no other lane is left";
+  }
   for (size_t index : waiting) {
     if (!requeue(index)) {
       final_ = first_error_;

@@ -36,7 +36,8 @@ class UcpE2e : public testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     // "tls" or "tls+variant": +bcopy forces bcopy everywhere (fragmented
-    // active messages and puts), +rails adds a second eager rail.
+    // active messages and puts), +rails adds a second eager rail, +rndv
+    // sends active messages from 100000 bytes by rendezvous.
     const std::string param = GetParam();
     const std::string tls = param.substr(0, param.find('+'));
     const std::string variant =
@@ -48,6 +49,8 @@ class UcpE2e : public testing::TestWithParam<std::string> {
     if (variant == "bcopy") {
       env_["MC_BCOPY_THRESH"] = "0";
       env_["MC_ZCOPY_THRESH"] = "inf";
+    } else if (variant == "rndv") {
+      env_["MC_RNDV_THRESH"] = "100000";
     } else if (variant == "rails") {
       env_["MC_MAX_EAGER_RAILS"] = "2";
       env_["MC_SLICE_SIZE"] = "256k";
@@ -233,7 +236,7 @@ TEST_P(UcpE2e, CancelAndForceClose) {
 
 INSTANTIATE_TEST_SUITE_P(Ucp, UcpE2e,
                          testing::Values("self", "tcp", "sm", "sm,tcp", "self+bcopy", "tcp+bcopy",
-                                         "sm,tcp+rails"),
+                                         "sm,tcp+rails", "self+rndv", "tcp+rndv", "sm+rndv"),
                          [](const testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), ',', '_');

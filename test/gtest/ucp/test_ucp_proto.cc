@@ -153,5 +153,72 @@ TEST(UcpProto, NoProtocolMeansEmptyTable) {
   EXPECT_EQ(t.lookup(10), nullptr);
 }
 
+// Active messages with a registered buffer: short, zcopy (which pays the
+// receiver's copy out of the fragments), then rendezvous once its fixed cost
+// (three messages and the get's latency) is paid back.
+ProtoSelectParams am_params() {
+  ProtoSelectParams p = params();
+  p.op = Op::Am;
+  p.registered = true;
+  p.rndv_get = lane(1);
+  p.rndv_get->lane = 0;
+  return p;
+}
+
+TEST(UcpProto, RendezvousFromTheModel) {
+  const ProtoTable t = select_protocols(am_params());
+  const double m_zcopy = 1e-9 + 1e-6 / double(size_t{1} << 30) + 1e-10;
+  const size_t r = crossing(3e-6, m_zcopy, 3 * 3e-6 + 2e-6, 1e-9);
+  EXPECT_GT(r, 75000u);  // about 80 KB
+  EXPECT_LT(r, 85000u);
+  ASSERT_EQ(t.ranges().size(), 3u);
+  expect_range(t, 0, 0, 256, ProtoKind::Short);
+  expect_range(t, 1, 257, r - 1, ProtoKind::Zcopy);
+  expect_range(t, 2, r, SIZE_MAX, ProtoKind::Rndv);
+  EXPECT_FALSE(t.ranges()[2].forced);
+  std::ostringstream os;
+  t.print(os);
+  EXPECT_NE(os.str().find(" rndv lane 0"), std::string::npos) << os.str();
+}
+
+TEST(UcpProto, ForcedRendezvousThreshold) {
+  ProtoSelectParams p = am_params();
+  p.rndv_thresh = 4096;
+  ProtoTable t = select_protocols(p);
+  // Forced below the model's crossing, the model's own choice above it.
+  ASSERT_EQ(t.ranges().size(), 4u);
+  expect_range(t, 1, 257, 4095, ProtoKind::Zcopy);
+  EXPECT_EQ(t.ranges()[2].min, 4096u);
+  EXPECT_EQ(t.ranges()[2].kind, ProtoKind::Rndv);
+  EXPECT_TRUE(t.ranges()[2].forced);
+  EXPECT_EQ(t.ranges()[3].kind, ProtoKind::Rndv);
+  EXPECT_FALSE(t.ranges()[3].forced);
+  // Far above the model's crossing: eager is forced up to there.
+  p.rndv_thresh = size_t{1} << 20;
+  t = select_protocols(p);
+  ASSERT_EQ(t.ranges().size(), 4u);
+  EXPECT_EQ(t.lookup((size_t{1} << 20) - 1)->kind, ProtoKind::Zcopy);
+  EXPECT_TRUE(t.lookup((size_t{1} << 20) - 1)->forced);
+  EXPECT_EQ(t.lookup(size_t{1} << 20)->kind, ProtoKind::Rndv);
+  // inf: never.
+  p.rndv_thresh = SIZE_MAX;
+  t = select_protocols(p);
+  EXPECT_EQ(t.lookup(size_t{1} << 40)->kind, ProtoKind::Zcopy);
+}
+
+TEST(UcpProto, NoRendezvousWithoutAZeroCopyGet) {
+  ProtoSelectParams p = am_params();
+  p.rndv_get->has_zcopy = false;
+  p.rndv_thresh = 4096;  // a forced threshold cannot conjure it
+  const ProtoTable t = select_protocols(p);
+  for (const ProtoRange& r : t.ranges()) EXPECT_NE(r.kind, ProtoKind::Rndv);
+  EXPECT_EQ(t.lookup(size_t{1} << 30)->kind, ProtoKind::Zcopy);
+  // Put and get never use it.
+  p = am_params();
+  p.op = Op::Put;
+  const ProtoTable put = select_protocols(p);
+  for (const ProtoRange& r : put.ranges()) EXPECT_NE(r.kind, ProtoKind::Rndv);
+}
+
 }  // namespace
 }  // namespace mc::ucp::test

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+// Rendezvous in the worker: the sender's Endpoint::rndv_send, and the
+// receiver's side: a request to send is queued by the UCT handler and
+// started from progress() (it may create a reply endpoint, which a UCT
+// handler must not do), its payload is got into a buffer of its own,
+// delivered to the user's handler, and acknowledged to the sender.
+#include <new>
+
+#include "ucp/api/endpoint.h"
+#include "ucp/api/worker.h"
+#include "ucp/core/rndv.h"
+#include "ucp/proto/am_wire.h"
+#include "ucs/log/log.h"
+
+namespace mc::ucp {
+
+Result<std::shared_ptr<Request>> Endpoint::rndv_send(uint16_t id, const void* buffer, size_t length,
+                                                     const RequestParams& params, size_t am_lane) {
+  std::unique_ptr<MemHandle> own;
+  const MemHandle* memh = params.memh;
+  if (!memh || !memh->contains(buffer, length)) {
+    Result<std::unique_ptr<MemHandle>> m =
+        MemHandle::map(worker_->context(), const_cast<void*>(buffer), length);
+    if (!m.ok()) return m.status();
+    own = std::move(*m);
+    memh = own.get();
+  }
+  Result<std::vector<uint8_t>> rkey = memh->rkey_pack();
+  if (!rkey.ok()) return rkey.status();
+  RndvRts rts;
+  rts.am_id = id;
+  rts.sender_uuid = worker_->uuid();
+  rts.rndv_id = worker_->next_rndv_id_++;
+  rts.length = length;
+  rts.remote_addr = reinterpret_cast<uintptr_t>(buffer);
+  rts.address = worker_->address();
+  rts.rkey = std::move(*rkey);
+  std::vector<uint8_t> bytes = rts_pack(rts);
+  const uct::IfaceAttr& a = runtime_[am_lane].attr;
+  if (!(a.cap & uct::kCapAmBcopy) || bytes.size() > a.am.max_bcopy) {
+    MC_LOG(debug) << "ucp: a request to send of " << bytes.size() << " bytes does not fit lane "
+                  << am_lane << ": eager instead";
+    return Status::Unsupported;
+  }
+  auto ctrl = std::make_unique<CtrlSendOp>(&runtime_, am_lane, proto::kAmIdRts, std::move(bytes));
+  auto op = std::make_unique<RndvSendOp>(worker_, rts.rndv_id, std::move(own), std::move(ctrl));
+  worker_->rndv_sends_[rts.rndv_id] = op.get();
+  return worker_->submit(std::move(op), params, this);
+}
+
+void Worker::on_am_rts(const void* data, size_t length) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  pending_rts_.emplace_back(p, p + length);
+}
+
+void Worker::on_am_ats(const void* data, size_t length) {
+  std::string why;
+  Result<std::pair<uint64_t, Status>> ats =
+      ats_unpack({static_cast<const uint8_t*>(data), length}, &why);
+  if (!ats.ok()) {
+    MC_LOG(error) << "ucp: dropped a rendezvous acknowledgement: " << why;
+    return;
+  }
+  auto it = rndv_sends_.find(ats->first);
+  if (it == rndv_sends_.end()) {
+    MC_LOG(debug) << "ucp: rendezvous " << ats->first << " acknowledged after it ended";
+    return;
+  }
+  it->second->acked(ats->second);
+}
+
+Result<Endpoint*> Worker::reply_ep(uint64_t uuid, std::span<const uint8_t> address) {
+  auto it = reply_eps_.find(uuid);
+  if (it != reply_eps_.end()) return it->second.get();
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> ep, ep_create(address));
+  Endpoint* raw = ep.get();
+  reply_eps_.emplace(uuid, std::move(ep));
+  return raw;
+}
+
+void Worker::send_ats(Endpoint* ep, uint64_t rndv_id, Status status) {
+  if (ep->selection_.am_lane < 0) {
+    MC_LOG(error) << "ucp: cannot acknowledge rendezvous " << rndv_id << ": no active-message lane";
+    return;
+  }
+  const auto lane = static_cast<size_t>(ep->selection_.am_lane);
+  submit(
+      std::make_unique<CtrlSendOp>(&ep->runtime_, lane, proto::kAmIdAts, ats_pack(rndv_id, status)),
+      RequestParams{}, ep);
+}
+
+void Worker::start_rndv_recvs() {
+  std::vector<std::vector<uint8_t>> pending;
+  pending.swap(pending_rts_);
+  for (const std::vector<uint8_t>& bytes : pending) start_rndv_recv(bytes);
+}
+
+void Worker::start_rndv_recv(std::span<const uint8_t> bytes) {
+  std::string why;
+  Result<RndvRts> rts = rts_unpack(bytes, &why);
+  if (!rts.ok()) {
+    MC_LOG(error) << "ucp: dropped a rendezvous request to send: " << why;
+    return;
+  }
+  Result<Endpoint*> ep = reply_ep(rts->sender_uuid, rts->address);
+  if (!ep.ok()) {
+    MC_LOG(error) << "ucp: dropped rendezvous " << rts->rndv_id << " of " << rts->length
+                  << " bytes: no endpoint back to its sender: " << ucs::status_string(ep.status());
+    return;  // the sender's deadline ends its request
+  }
+  auto recv = std::make_unique<RndvRecv>();
+  RndvRecv* r = recv.get();
+  r->ep = *ep;
+  r->rts = std::move(*rts);
+  Result<std::unique_ptr<Rkey>> rkey = r->ep->rkey_unpack(r->rts.rkey);
+  if (!rkey.ok()) return send_ats(r->ep, r->rts.rndv_id, rkey.status());
+  r->rkey = std::move(*rkey);
+  r->buffer.reset(new (std::nothrow) uint8_t[r->rts.length]);
+  if (!r->buffer) {
+    MC_LOG(error) << "ucp: cannot allocate " << r->rts.length << " bytes for rendezvous "
+                  << r->rts.rndv_id;
+    return send_ats(r->ep, r->rts.rndv_id, Status::NoMemory);
+  }
+  RequestParams params;
+  params.callback = [this, r](Status s) { finish_rndv_recv(r, s); };
+  rndv_recvs_.push_back(std::move(recv));
+  Result<std::shared_ptr<Request>> get =
+      r->ep->get_nbx(r->buffer.get(), r->rts.length, r->rts.remote_addr, *r->rkey, params);
+  if (!get.ok()) {
+    r->done = true;
+    return send_ats(r->ep, r->rts.rndv_id, get.status());
+  }
+  r->get = std::move(*get);
+}
+
+void Worker::finish_rndv_recv(RndvRecv* r, Status status) {
+  r->done = true;
+  if (closing_) return;
+  if (status == Status::Ok) {
+    deliver(r->rts.am_id, r->buffer.get(), r->rts.length);
+  } else {
+    MC_LOG(error) << "ucp: rendezvous " << r->rts.rndv_id << " of " << r->rts.length
+                  << " bytes failed to get its payload: " << ucs::status_string(status);
+  }
+  r->buffer.reset();
+  send_ats(r->ep, r->rts.rndv_id, status);
+}
+
+void Worker::reap_rndv_recvs() {
+  std::erase_if(rndv_recvs_, [](const std::unique_ptr<RndvRecv>& r) {
+    return r->done && (!r->get || r->get->retired());
+  });
+}
+
+void Worker::close_rndv() {
+  closing_ = true;
+  for (auto& [id, op] : rndv_sends_) op->detach_worker();
+  rndv_sends_.clear();
+}
+
+}  // namespace mc::ucp

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+// A put over two tcp lanes (loopback and a second network device) whose
+// second lane's sockets are shut down mid-transfer: the slices of the cut
+// lane are re-issued on the other, every byte arrives, and the log says so.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <mutex>
+
+#include "ucp/api/ucp.h"
+#include "ucs/log/log.h"
+#include "uct/base/component_loader.h"
+
+namespace mc::ucp::test {
+namespace {
+
+using ucs::Result;
+using ucs::Status;
+
+// The first up, non-loopback device with an IPv4 address: name and address.
+bool second_device(std::string* name, in_addr* addr) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* ifa = list; ifa && !found; ifa = ifa->ifa_next) {
+    if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET) continue;
+    if (!(ifa->ifa_flags & IFF_UP) || !(ifa->ifa_flags & IFF_RUNNING)) continue;
+    if (ifa->ifa_flags & IFF_LOOPBACK) continue;
+    *name = ifa->ifa_name;
+    *addr = reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr)->sin_addr;
+    found = true;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+// Shuts down every connected IPv4 socket of this process bound to `addr`;
+// returns how many.
+int cut_sockets_on(in_addr addr) {
+  int cut = 0;
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return 0;
+  while (dirent* e = readdir(dir)) {
+    const int fd = atoi(e->d_name);
+    if (fd <= 2 || fd == dirfd(dir)) continue;
+    sockaddr_in local{}, peer{};
+    socklen_t len = sizeof(local);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) continue;
+    if (local.sin_family != AF_INET || local.sin_addr.s_addr != addr.s_addr) continue;
+    len = sizeof(peer);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;  // listening
+    if (shutdown(fd, SHUT_RDWR) == 0) ++cut;
+  }
+  closedir(dir);
+  return cut;
+}
+
+// Collects warning and error lines.
+class WarnSink : public google::LogSink {
+ public:
+  void send(google::LogSeverity severity, const char*, const char*, int,
+            const google::LogMessageTime&, const char* message, size_t len) override {
+    if (severity < google::GLOG_WARNING) return;
+    std::lock_guard guard(lock_);
+    text_.append(message, len).append("\n");
+  }
+  std::string text() {
+    std::lock_guard guard(lock_);
+    return text_;
+  }
+
+ private:
+  std::mutex lock_;
+  std::string text_;
+};
+
+TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
+  if (!uct::find_component("tcp")) GTEST_SKIP() << "tcp transport is not available";
+  std::string dev;
+  in_addr dev_addr{};
+  if (!second_device(&dev, &dev_addr)) GTEST_SKIP() << "no second network device is up";
+  Result<ucs::config::Sources> sources =
+      ucs::config::Sources::from({{"MC_TLS", "tcp"},
+                                  {"MC_NET_DEVICES", "lo," + dev},
+                                  {"MC_MAX_RMA_RAILS", "2"},
+                                  {"MC_TRANSFER_TIMEOUT", "60s"}},
+                                 {});
+  ASSERT_TRUE(sources.ok());
+  ContextParams params;
+  params.sources = &*sources;
+  Result<std::unique_ptr<Context>> ctx = Context::create(params);
+  ASSERT_TRUE(ctx.ok());
+  Result<std::unique_ptr<Worker>> sender = Worker::create(**ctx);
+  Result<std::unique_ptr<Worker>> receiver = Worker::create(**ctx);
+  ASSERT_TRUE(sender.ok() && receiver.ok());
+  Result<std::unique_ptr<Endpoint>> ep = (*sender)->ep_create((*receiver)->address());
+  ASSERT_TRUE(ep.ok());
+  ASSERT_EQ((*ep)->lanes().rma_bw_lanes.size(), 2u) << "two tcp rails expected";
+
+  const size_t n = size_t{256} << 20;
+  std::vector<uint8_t> target(n, 0), src(n);
+  for (size_t i = 0; i < n; ++i) src[i] = static_cast<uint8_t>((i * 13 + (i >> 12)) | 1);
+  auto tmh = MemHandle::map(**ctx, target.data(), n);
+  auto smh = MemHandle::map(**ctx, src.data(), n);
+  ASSERT_TRUE(tmh.ok() && smh.ok());
+  auto rkey = (*ep)->rkey_unpack(*(*tmh)->rkey_pack());
+  ASSERT_TRUE(rkey.ok());
+  const proto::ProtoRange* range = (*ep)->protocols().table(proto::Op::Put, true).lookup(n);
+  ASSERT_NE(range, nullptr);
+  ASSERT_EQ(range->kind, proto::ProtoKind::MultiZcopy);
+
+  WarnSink sink;
+  google::AddLogSink(&sink);
+  RequestParams rp;
+  rp.memh = smh->get();
+  Result<std::shared_ptr<Request>> r =
+      (*ep)->put_nbx(src.data(), n, reinterpret_cast<uintptr_t>(target.data()), **rkey, rp);
+  ASSERT_TRUE(r.ok());
+  // Mid-transfer: once the first slice has landed, cut the second device.
+  while (target[0] == 0 && !(*r)->completed()) (*sender)->progress();
+  ASSERT_FALSE((*r)->completed()) << "the put finished before the cut";
+  EXPECT_GT(cut_sockets_on(dev_addr), 0) << "no socket on " << dev << " to cut";
+  while (!(*r)->completed()) (*sender)->progress();
+  EXPECT_EQ((*r)->status(), Status::Ok);
+  auto flush = (*ep)->flush();
+  ASSERT_TRUE(flush.ok());
+  EXPECT_EQ((*flush)->wait(), Status::Ok);
+  google::RemoveLogSink(&sink);
+
+  EXPECT_TRUE(target == src) << "the put did not deliver every byte";
+  size_t failed = 0;
+  for (const proto::LaneRuntime& lr : (*ep)->lane_runtime()) failed += is_error(lr.status);
+  EXPECT_EQ(failed, 1u) << "exactly the cut lane should be marked failed";
+  EXPECT_NE(sink.text().find("re-issuing"), std::string::npos) << sink.text();
+  ep->reset();
+}
+
+}  // namespace
+}  // namespace mc::ucp::test
