@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Runs mc_perftest in loopback (-l) and client/server mode over self, tcp and
-# sm at a few sizes with small iteration counts; checks that every run exits 0
+# sm at a few sizes with small iteration counts, the UCP tests over tcp, sm
+# and UCP's default selection; checks that every run exits 0
 # and prints sane numbers (CSV: the iteration count asked for, positive and
 # bounded latency, bandwidth = size x message rate, latency = 1 / rate), and
 # that bad command lines, a server that never comes and a peer that dies end
@@ -117,6 +118,58 @@ for tl in $tls; do
   run_pair "$tl" put_bw 1048576 100 -D zcopy -O 4
   run_pair "$tl" get 65536 200 -D zcopy
 done
+
+# run_ucp <tls|default> <loopback|pair> <test> <size> <iters> [options...]:
+# a UCP test over the transports -x names (MC_TLS), or UCP's own selection.
+run_ucp() {
+  local tl=$1 mode=$2 test=$3 size=$4 iters=$5; shift 5
+  local out=$tmp/out.csv what="ucp $mode $tl $test -s $size $*" bytes=$(( ${size//,/+} ))
+  local xopt=() rc=0 src=0 server=
+  [ "$tl" = default ] || xopt=(-x "$tl")
+  if [ "$mode" = loopback ]; then
+    timeout $limit "$perftest" -l "${xopt[@]}" -t "$test" -s "$size" -n "$iters" -w 10 -v \
+      --timeout 20 "$@" > "$out" 2> "$tmp/err" || rc=$?
+  else
+    port=$((port + 1))
+    timeout $limit "$perftest" -p $port --timeout 20 > "$tmp/server" 2>&1 &
+    server=$!
+    timeout $limit "$perftest" 127.0.0.1 -p $port "${xopt[@]}" -t "$test" -s "$size" \
+      -n "$iters" -w 10 -v --timeout 20 "$@" > "$out" 2> "$tmp/err" || rc=$?
+    wait $server || src=$?
+  fi
+  if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
+    fail "$what: exit status $rc (server $src)"
+    sed 's/^/      /' "$tmp/err" "$out" | tail -6; return
+  fi
+  if ! why=$(check_csv "$out" "$iters" "$bytes" "$(pingpong "$test")"); then
+    fail "$what: $why"; return
+  fi
+  pass "$what: $(tail -1 "$out")"
+}
+
+for tl in ${PERFTEST_UCP_TLS:-tcp sm default}; do
+  run_ucp "$tl" loopback ucp_put_lat 64 2000
+  run_ucp "$tl" loopback ucp_am_lat 64 2000
+  run_ucp "$tl" loopback ucp_put_bw 65536 300 -O 4
+  run_ucp "$tl" loopback ucp_get 64 1000
+  run_ucp "$tl" loopback ucp_get 1048576 50 -O 2
+  run_ucp "$tl" loopback ucp_am_bw 4096 1000 -O 8
+  run_ucp "$tl" loopback ucp_am_bw 1048576 50
+  run_ucp "$tl" pair ucp_put_lat 64 2000
+  run_ucp "$tl" pair ucp_am_lat 1024 1000
+  run_ucp "$tl" pair ucp_put_bw 4194304 30
+  run_ucp "$tl" pair ucp_get 65536 200 -O 4
+  run_ucp "$tl" pair ucp_am_bw 65536 200 -O 4
+done
+
+# The UCP summary names the lanes and protocol that carried the test.
+if timeout $limit "$perftest" -l -t ucp_put_bw -s 1m -n 20 -w 2 -I > "$tmp/table" 2>&1 &&
+   grep -Eq '^  transport .*put [a-z-]+ on lanes? [0-9]+ \(' "$tmp/table" &&
+   grep -q 'ucp          .*lanes' "$tmp/table"; then
+  pass "ucp table names its lanes: $(grep '^  transport' "$tmp/table")"
+else
+  fail "ucp table names its lanes"; sed 's/^/      /' "$tmp/table" | tail -8
+fi
 
 # Human-readable output: the table, the summary and a passed data check.
 first_tl=${tls%% *}

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // mc_perftest: mc's benchmark tool, command-line compatible with ucx_perftest.
 // Server: no host argument; client: the server's host; -l: both in this
-// process. Tests come from a registry (UCT now; UCP and TE later).
+// process. Tests come from a registry (UCT and UCP; TE later).
 //
 // Files: perf_options (command line), perf_params (parameters and their wire
 // form), perf_registry (test name -> runner), perf_rte (control connection),
 // perf_watchdog (bounded waits), perf_clock + perf_measure (timing,
 // percentiles), perf_report (ucx_perftest's table and CSV, mc's summary),
 // perf_limits (memcpy, kernel TCP), uct_perf_side (md, iface, buffers),
-// uct_perf_tests / uct_perf_ops / uct_perf_stream (the UCT tests).
+// uct_perf_tests / uct_perf_ops / uct_perf_stream (the UCT tests),
+// ucp_perf_tests / ucp_perf_ops (the UCP tests).
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "tools/perf/perf_options.h"
 #include "tools/perf/perf_report.h"
 #include "tools/perf/perf_watchdog.h"
+#include "tools/perf/ucp_perf_tests.h"
 #include "tools/perf/uct_perf_tests.h"
 #include "ucs/async/event_loop.h"
 #include "ucs/log/log.h"
@@ -165,6 +167,7 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a dead peer is an error status, not a signal
   Registry registry;
   register_uct_tests(registry);
+  register_ucp_tests(registry);
   Result<Options> parsed = parse_options(argc, argv, registry);
   if (!parsed.ok()) return parsed.status() == Status::Canceled ? 0 : kExitUsage;
   Options& o = *parsed;

@@ -134,4 +134,14 @@ ptrdiff_t pattern_check(const uint8_t* buffer, size_t length, uint64_t seed) {
   return -1;
 }
 
+uint64_t pattern_final_seed(uint64_t seed) {
+  constexpr uint64_t kFinalSeedMix = 0xd6e8feb86659fd93ull;
+  uint8_t first = 0, candidate = 0;
+  pattern_fill(&first, 1, seed);
+  uint64_t s = seed ^ kFinalSeedMix;
+  for (pattern_fill(&candidate, 1, s); candidate == first; pattern_fill(&candidate, 1, ++s)) {
+  }
+  return s;
+}
+
 }  // namespace mc::perf

@@ -64,4 +64,12 @@ void pattern_fill(uint8_t* buffer, size_t length, uint64_t seed);
 /// `seed`, or -1 when all `length` bytes match.
 ptrdiff_t pattern_check(const uint8_t* buffer, size_t length, uint64_t seed);
 
+/// The pattern seed of the last message of a run: another seed, whose first
+/// byte differs from the first byte of `seed`'s, so a receiver tells the
+/// last message from the others by its first bytes.
+uint64_t pattern_final_seed(uint64_t seed);
+
+/// The server's pattern seed is the client's (Params::seed) mixed with this.
+inline constexpr uint64_t kServerSeedMix = 0x9e3779b97f4a7c15ull;
+
 }  // namespace mc::perf

@@ -13,21 +13,6 @@ namespace mc::perf {
 
 namespace {
 
-constexpr uint64_t kServerSeedMix = 0x9e3779b97f4a7c15ull;
-constexpr uint64_t kFinalSeedMix = 0xd6e8feb86659fd93ull;
-
-// The pattern of the last message: another seed, whose first byte differs
-// from the first byte of `seed`'s, so a receiver tells it from the others
-// by its first bytes.
-uint64_t final_seed(uint64_t seed) {
-  uint8_t first = 0, candidate = 0;
-  pattern_fill(&first, 1, seed);
-  uint64_t s = seed ^ kFinalSeedMix;
-  for (pattern_fill(&candidate, 1, s); candidate == first; pattern_fill(&candidate, 1, ++s)) {
-  }
-  return s;
-}
-
 // What one side tells the other after opening its resources.
 // Wire: u8 single | str tl | str dev | str dev_type | blob dev_addr |
 //       blob iface_addr | u64 recv_addr | blob recv_rkey | u64 send_addr | blob send_rkey
@@ -106,7 +91,7 @@ UctTest::UctTest(const TestInfo& test, RunContext& ctx, UctCmd cmd)
       wd_(*ctx.watchdog) {
   flush_comp_.func = [](uct::Completion* c) { *static_cast<bool*>(c->arg) = true; };
   flush_comp_.arg = &flushed_;
-  own_final_seed_ = final_seed(own_seed_);
+  own_final_seed_ = pattern_final_seed(own_seed_);
 }
 
 UctTest::~UctTest() = default;
@@ -282,7 +267,7 @@ Status UctTest::setup() {
     return Status::Unreachable;
   }
   if (single_) peer_seed_ = own_seed_;
-  peer_final_seed_ = final_seed(peer_seed_);
+  peer_final_seed_ = pattern_final_seed(peer_seed_);
   pattern_fill(final_head_, std::min<size_t>(len_, sizeof(final_head_)), peer_final_seed_);
   MC_RETURN_IF_ERROR(
       side_->connect(peer.dev_addr, peer.iface_addr, peer.recv_rkey, peer.send_rkey, &why_));

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+// UCP tests: posting requests, the window, flush, ping-pong, the client's
+// stream, the server's service loop, and the end of a run (done, data check,
+// verdict).
+#include <cstring>
+
+#include "tools/perf/ucp_perf_tests.h"
+#include "ucs/datastruct/wire.h"
+#include "ucs/log/log.h"
+
+namespace mc::perf {
+
+namespace {
+
+constexpr uint64_t kDonePollEvery = 1024;  // progress() calls between control polls
+
+const char* cmd_name(UcpCmd cmd) {
+  return cmd == UcpCmd::Put ? "put_nbx" : cmd == UcpCmd::Get ? "get_nbx" : "am_send_nbx";
+}
+
+}  // namespace
+
+// From here on messages go from (and gets land in) the final buffer.
+void UcpTest::use_final() {
+  src_ = dst_ = buf(Buf::Final);
+  src_params_.memh = dst_params_.memh = memh(Buf::Final);
+}
+
+// Posts one request; its callback counts it done. An error returned here
+// means no request was made (and no callback will run).
+Status UcpTest::post() {
+  ++outstanding_;
+  Result<std::shared_ptr<ucp::Request>> r = Status::InvalidParam;
+  switch (cmd_) {
+    case UcpCmd::Put: r = ep_->put_nbx(src_, len_, remote_addr_, *rkey_, src_params_); break;
+    case UcpCmd::Get: r = ep_->get_nbx(dst_, len_, remote_addr_, *rkey_, dst_params_); break;
+    case UcpCmd::Am: r = ep_->am_send_nbx(kUcpDataAm, src_, len_, src_params_); break;
+  }
+  if (r.ok()) return Status::Ok;
+  --outstanding_;
+  why_ = std::string(cmd_name(cmd_)) + " failed: " + ucs::status_string(r.status());
+  MC_LOG(error) << why_;
+  return r.status();
+}
+
+Status UcpTest::request_error() {
+  if (request_status_ == Status::Ok) return Status::Ok;
+  if (why_.empty()) {
+    why_ = std::string(cmd_name(cmd_)) +
+           " completed with an error: " + ucs::status_string(request_status_);
+    MC_LOG(error) << why_;
+  }
+  return request_status_;
+}
+
+Status UcpTest::wait_outstanding(unsigned max_outstanding) {
+  return progress_until([&] { return outstanding_ <= max_outstanding; });
+}
+
+Status UcpTest::flush() {
+  MC_ASSIGN_OR_RETURN(const std::shared_ptr<ucp::Request> req, ep_->flush());
+  MC_RETURN_IF_ERROR(progress_until([&] { return req->completed(); }));
+  if (is_error(req->status())) {
+    why_ = std::string("flush failed: ") + ucs::status_string(req->status());
+    MC_LOG(error) << why_;
+  }
+  return req->status();
+}
+
+// ucp_am_bw: the server says every message arrived.
+Status UcpTest::send_ack() {
+  const uint64_t count = am_recv_;
+  MC_ASSIGN_OR_RETURN(const std::shared_ptr<ucp::Request> req,
+                      ep_->am_send_nbx(kUcpAckAm, &count, sizeof(count)));
+  MC_RETURN_IF_ERROR(progress_until([&] { return req->completed(); }));
+  return req->status();
+}
+
+// Ping-pong: the client sends message i and waits for the answer i; the
+// server waits for message i and answers it. ucp_put_lat carries i in the
+// last byte, which the receiver polls; ucp_am_lat counts messages in the
+// handler. The last message of each side comes from its final buffer.
+Status UcpTest::run_pingpong() {
+  const uint8_t* last = buf(Buf::Recv) + len_ - 1;
+  auto arrived = [&] {
+    return cmd_ == UcpCmd::Am ? am_recv_ > iter_
+                              : *reinterpret_cast<const volatile uint8_t*>(last) == uint8_t(iter_);
+  };
+  auto send = [&]() -> Status {
+    // The send buffer is reused: the previous request must be done with it.
+    if (outstanding_ > 0) MC_RETURN_IF_ERROR(wait_outstanding(0));
+    if (iter_ == total_ - 1) use_final();
+    if (cmd_ == UcpCmd::Put) src_[len_ - 1] = static_cast<uint8_t>(iter_);
+    return post();
+  };
+  for (iter_ = 0; iter_ < total_; ++iter_) {
+    if (client_) {
+      if (iter_ == p_.warmup) ctx_.measure->start();
+      MC_RETURN_IF_ERROR(send());
+      MC_RETURN_IF_ERROR(progress_until(arrived));
+      if (iter_ >= p_.warmup) ctx_.measure->update(len_);
+    } else {
+      MC_RETURN_IF_ERROR(progress_until(arrived));
+      MC_RETURN_IF_ERROR(send());
+    }
+  }
+  return Status::Ok;
+}
+
+// The client streams with at most -O requests in flight. Puts may land out
+// of order (several lanes or connections): all before the last are flushed
+// first, so that its final pattern stays. ucp_am_bw waits for the server's
+// acknowledgement of the last message before the clock stops.
+Status UcpTest::run_stream_client() {
+  for (iter_ = 0; iter_ < total_; ++iter_) {
+    if (iter_ == p_.warmup) ctx_.measure->start();
+    if (iter_ == total_ - 1) {
+      if (cmd_ == UcpCmd::Put) {
+        MC_RETURN_IF_ERROR(wait_outstanding(0));
+        MC_RETURN_IF_ERROR(flush());
+      }
+      use_final();
+    }
+    if (outstanding_ >= window_) MC_RETURN_IF_ERROR(wait_outstanding(window_ - 1));
+    MC_RETURN_IF_ERROR(post());
+    if (iter_ >= p_.warmup) ctx_.measure->update(len_);
+  }
+  if (cmd_ == UcpCmd::Am) MC_RETURN_IF_ERROR(progress_until([&] { return am_acked_; }));
+  return Status::Ok;
+}
+
+// The server progresses (to receive, and to serve one-sided operations)
+// until the client says it is done; ucp_am_bw acknowledges the last message
+// meanwhile. One-sided operations give the server no events, so only the
+// peer's liveness bounds this wait.
+Status UcpTest::serve_until_done() {
+  const bool ack = cmd_ == UcpCmd::Am && test_.type == TestType::Stream;
+  bool acked = false;
+  for (uint64_t n = 1;; ++n) {
+    events_ += worker_->progress();
+    if (ack && !acked && am_recv_ >= total_) {
+      MC_RETURN_IF_ERROR(send_ack());
+      acked = true;
+    }
+    if (n % kDonePollEvery == 0) {
+      MC_ASSIGN_OR_RETURN(const bool waiting, ctx_.rte->poll());
+      if (waiting) break;
+    }
+    MC_RETURN_IF_ERROR(wd_.check_peer());
+  }
+  return ctx_.rte->recv(MsgType::Done, ctx_.timeout).status();
+}
+
+// What this side received, checked against the sender's pattern; "" when
+// it holds or when this side received nothing to check.
+std::string UcpTest::check_own() const {
+  const bool pingpong = test_.type == TestType::PingPong;
+  const bool receiver = cmd_ == UcpCmd::Get ? client_ : pingpong || !client_;
+  if (!receiver) return "";
+  if (cmd_ == UcpCmd::Am) {
+    if (am_bad_length_) {
+      return "an active message of " + std::to_string(am_bad_length_) + " bytes arrived, " +
+             std::to_string(len_) + " expected";
+    }
+    if (am_recv_ != total_) {
+      return std::to_string(am_recv_) + " active messages arrived, " + std::to_string(total_) +
+             " expected";
+    }
+    if (am_final_ != 1) {
+      return "the last active message arrived " + std::to_string(am_final_) + " times";
+    }
+    return am_check_;
+  }
+  // A get's last destination is the final buffer; a put's is the receive
+  // buffer, which must hold the sender's final pattern (ucp_put_lat: but
+  // for the last byte, the sequence number).
+  const uint8_t* data = buf(cmd_ == UcpCmd::Get ? Buf::Final : Buf::Recv);
+  const uint64_t seed = cmd_ == UcpCmd::Get ? peer_seed_ : peer_final_seed_;
+  const size_t n = cmd_ == UcpCmd::Put && pingpong ? len_ - 1 : len_;
+  const ptrdiff_t bad = pattern_check(data, n, seed);
+  if (bad >= 0) {
+    return "byte " + std::to_string(bad) + " of the last message differs from the sender's";
+  }
+  if (n < len_ && data[n] != static_cast<uint8_t>(total_ - 1)) {
+    return "the last byte holds sequence number " + std::to_string(data[n]) + ", " +
+           std::to_string(static_cast<uint8_t>(total_ - 1)) + " expected";
+  }
+  return "";
+}
+
+// The end: everything posted completes and is flushed, the client says
+// Done, the server checks what it received and sends its verdict, the
+// client checks its own.
+Status UcpTest::finish() {
+  Rte& rte = *ctx_.rte;
+  MC_RETURN_IF_ERROR(wait_outstanding(0));
+  MC_RETURN_IF_ERROR(flush());
+  if (!client_) {
+    MC_RETURN_IF_ERROR(serve_until_done());
+    const std::string own = check_own();
+    std::vector<uint8_t> verdict;
+    ucs::WireWriter w(&verdict);
+    w.u8(own.empty() ? 1 : 0);
+    w.str(own);
+    MC_RETURN_IF_ERROR(rte.send(MsgType::Verdict, verdict));
+    if (own.empty()) return Status::Ok;
+    MC_LOG(error) << "data check failed: " << own;
+    return Status::BadData;
+  }
+  if (test_.type == TestType::Stream) ctx_.measure->finish();
+  MC_RETURN_IF_ERROR(rte.send(MsgType::Done));
+  MC_ASSIGN_OR_RETURN(const std::vector<uint8_t> wire, rte.recv(MsgType::Verdict, ctx_.timeout));
+  ucs::WireReader r(wire);
+  const bool ok = r.u8() != 0;
+  std::string server = r.str();
+  if (!r.at_end()) return Status::BadData;
+  if (!ok && server.empty()) server = "failed";
+  const std::string own = check_own();
+  const char* who = cmd_ == UcpCmd::Get                ? "the client"
+                    : test_.type == TestType::PingPong ? "the client and the server"
+                                                       : "the server";
+  if (own.empty() && server.empty()) {
+    ctx_.info->check = std::string("passed (the last message, checked by ") + who +
+                       ", matches the sender's pattern)";
+    return Status::Ok;
+  }
+  ctx_.info->check = "FAILED:" + (own.empty() ? "" : " client: " + own) +
+                     (server.empty() ? "" : " server: " + server);
+  MC_LOG(error) << "data check " << ctx_.info->check;
+  return Status::BadData;
+}
+
+}  // namespace mc::perf
