@@ -15,6 +15,12 @@
 
 namespace mc::ucp {
 
+/// How many threads may use one worker (MC_THREAD_MODE).
+enum class ThreadMode {
+  Single,  ///< one thread at a time drives the worker and what it made
+  Multi,   ///< any thread: a worker mutex serialises the public methods
+};
+
 /// Every UCP knob, as read from the environment, config files or code.
 struct ContextConfig {
   ucs::config::AllowList tls;          ///< MC_TLS: transports, with aliases shm and net
@@ -27,10 +33,12 @@ struct ContextConfig {
   uint64_t fragment_ratio = 4;         ///< MC_FRAGMENT_RATIO: tail merge ratio
   uint64_t retry_cnt = 9;              ///< MC_RETRY_CNT: re-issues of one failed slice
   uint64_t slices_in_flight = 8;       ///< MC_SLICES_IN_FLIGHT: per lane and request
-  ucs::config::Duration transfer_timeout{};  ///< MC_TRANSFER_TIMEOUT: request deadline
-  std::optional<size_t> bcopy_thresh;        ///< MC_BCOPY_THRESH: nullopt = auto
-  std::optional<size_t> zcopy_thresh;        ///< MC_ZCOPY_THRESH: nullopt = auto
-  std::optional<size_t> rndv_thresh;         ///< MC_RNDV_THRESH: nullopt = auto
+  ucs::config::Duration transfer_timeout{};     ///< MC_TRANSFER_TIMEOUT: request deadline
+  std::optional<size_t> bcopy_thresh;           ///< MC_BCOPY_THRESH: nullopt = auto
+  std::optional<size_t> zcopy_thresh;           ///< MC_ZCOPY_THRESH: nullopt = auto
+  std::optional<size_t> rndv_thresh;            ///< MC_RNDV_THRESH: nullopt = auto
+  ThreadMode thread_mode = ThreadMode::Single;  ///< MC_THREAD_MODE: default of new workers
+  ucs::config::Duration poll_interval{};        ///< MC_POLL_INTERVAL: wait() without event fds
 };
 
 /// The table of ContextConfig (global knobs, prefix "MC_").

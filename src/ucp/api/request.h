@@ -3,6 +3,7 @@
 // message, flush): test, wait, cancel, a completion callback, a deadline.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -42,7 +43,8 @@ class RequestOp;
 
 /// A non-blocking operation in flight or completed. Created by the
 /// operations of Endpoint and Worker, never directly. Thread safety: as its
-/// worker (one thread drives a worker and everything made from it).
+/// worker (Worker's thread modes): in multi mode any thread may test, wait,
+/// cancel or read the status.
 class Request {
  public:
   ~Request();
@@ -82,7 +84,7 @@ class Request {
   Callback callback_;
   uint64_t deadline_ns_;
   std::unique_ptr<proto::RequestOp> op_;
-  Status status_ = Status::InProgress;
+  std::atomic<Status> status_{Status::InProgress};  ///< read by any thread in multi mode
 };
 
 }  // namespace mc::ucp

@@ -8,6 +8,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -39,16 +41,30 @@ struct WorkerIface {
   uct::IfaceAttr attr;
 };
 
-/// Thread safety: single-threaded. One thread at a time drives the worker,
-/// its endpoints and requests (progress, operations, ep_create). The worker
-/// must outlive its endpoints and requests' use; the context must outlive it.
+/// Optional inputs of Worker::create().
+struct WorkerParams {
+  /// Overrides MC_THREAD_MODE for this worker.
+  std::optional<ThreadMode> thread_mode;
+};
+
+/// Thread safety, by thread mode (WorkerParams, MC_THREAD_MODE):
+/// - Single: one thread at a time drives the worker, its endpoints and
+///   requests (progress, operations, ep_create, wait); no locking.
+/// - Multi: any thread may call the methods of the worker, of its endpoints
+///   and of its requests; a recursive worker mutex serialises them (so a
+///   callback inside progress() may call them too). wait() sleeps without
+///   the mutex; signal() and the read-only accessors never take it.
+/// Either way the worker must outlive its endpoints and requests' use, and
+/// the context must outlive the worker.
 class Worker {
  public:
   /// Opens an iface on every enabled resource of `context` (a failure is
   /// logged and that resource is marked unusable with the reason) and starts
   /// the event loop thread. Returns NoDevice when no iface opened, IoError
-  /// when the event loop cannot start.
+  /// when the event loop or the blocking-progress fds cannot be made.
   static Result<std::unique_ptr<Worker>> create(Context& context);
+  /// As above, with per-worker settings.
+  static Result<std::unique_ptr<Worker>> create(Context& context, const WorkerParams& params);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -69,6 +85,29 @@ class Worker {
   /// Progresses every iface, then every request (posting, deadlines).
   /// Returns the number of events handled.
   unsigned progress();
+
+  /// The thread mode in force.
+  ThreadMode thread_mode() const { return multi_ ? ThreadMode::Multi : ThreadMode::Single; }
+  /// Blocking progress: an epoll fd that becomes readable when an iface with
+  /// an event fd (kCapEventFd: tcp) has work for progress() after arm(), or
+  /// when signal() is called. Ifaces without one (sm, self) never make it
+  /// readable: wait() polls them every MC_POLL_INTERVAL instead. Owned by
+  /// the worker.
+  int event_fd() const { return epfd_; }
+  /// Arms every event fd. Busy when there is work now (call progress() and
+  /// arm again); Ok when a sleep on event_fd() may begin.
+  Status arm();
+  /// Sleeps until progress() may have work: arm() found some, an event fd
+  /// fired, signal() was called, or (while an iface has no event fd or a
+  /// request is in progress) MC_POLL_INTERVAL passed; returns Ok then.
+  /// Returns Timeout when `timeout` passed first. Never holds the worker
+  /// mutex while asleep. The caller progresses after it returns.
+  Status wait(ucs::config::Duration timeout = ucs::config::Duration::max());
+  /// Wakes a wait() in another thread. Any thread, any mode; async-signal-safe.
+  void signal();
+  /// The worker mutex in multi mode (an empty lock in single mode): for
+  /// several calls that must not interleave with other threads'.
+  std::unique_lock<std::recursive_mutex> lock() const;
 
   /// Sets the handler of user active-message id `id`; an empty callback
   /// removes it. Messages for an id without a handler are dropped with a
@@ -99,6 +138,7 @@ class Worker {
   friend class RndvSendOp;
   explicit Worker(Context* context);
   Status open_ifaces();
+  Status init_wait();  // core/worker_wait.cc
   void set_uct_am_handlers(uct::Iface& iface);
   void on_am_single(const void* data, size_t length);
   void on_am_frag(const void* data, size_t length);
@@ -139,6 +179,13 @@ class Worker {
   std::vector<std::unique_ptr<RndvRecv>> rndv_recvs_;
   std::map<uint64_t, std::unique_ptr<Endpoint>> reply_eps_;
   bool closing_ = false;
+  // Threads and blocking progress.
+  mutable std::recursive_mutex mutex_;  ///< multi mode: taken by every public method
+  bool multi_ = false;
+  int epfd_ = -1;                ///< event_fd()
+  int wakefd_ = -1;              ///< eventfd of signal(), in epfd_
+  std::vector<size_t> armable_;  ///< ifaces_ indices with an event fd
+  bool polled_ = false;          ///< some iface has no event fd
 };
 
 }  // namespace mc::ucp

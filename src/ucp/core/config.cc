@@ -57,7 +57,19 @@ const cfg::Table& context_config_table() {
                   "Size from which an active message goes by rendezvous (a request-to-send, "
                   "then the receiver gets the payload zero-copy and acknowledges) instead of "
                   "eager fragments; auto: from the performance model, \"inf\": never.",
-                  &ContextConfig::rndv_thresh, cfg::auto_parser(cfg::size_parser()))});
+                  &ContextConfig::rndv_thresh, cfg::auto_parser(cfg::size_parser())),
+       cfg::field("THREAD_MODE", "single",
+                  "Threads that may use one worker: single (one at a time, no locking) or multi "
+                  "(any thread; a worker mutex serialises the worker's, its endpoints' and its "
+                  "requests' methods). WorkerParams overrides it per worker.",
+                  &ContextConfig::thread_mode,
+                  cfg::enum_parser<ThreadMode>(
+                      {{"single", ThreadMode::Single}, {"multi", ThreadMode::Multi}})),
+       cfg::field("POLL_INTERVAL", "1ms",
+                  "Longest sleep of Worker::wait() while some iface of the worker has no event "
+                  "fd (sm, self): they are polled this often. Ifaces with an event fd (tcp) wake "
+                  "it at once.",
+                  &ContextConfig::poll_interval, cfg::time_parser())});
   return table;
 }
 

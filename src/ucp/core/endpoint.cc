@@ -44,6 +44,7 @@ Status Endpoint::connect() {
 }
 
 Endpoint::~Endpoint() {
+  std::unique_lock guard = worker_->lock();
   cancel_requests();
   uct_eps_.clear();
   // Nothing the destroyed UCT endpoints had in flight will complete now.
@@ -72,6 +73,7 @@ void Endpoint::on_lane_error(size_t lane, Status status) {
 Rkey::~Rkey() = default;
 
 Result<std::unique_ptr<Rkey>> Endpoint::rkey_unpack(std::span<const uint8_t> packed) const {
+  std::unique_lock guard = worker_->lock();
   std::string why;
   Result<RkeyContainer> c = rkey_container_unpack(packed, &why);
   if (!c.ok()) {

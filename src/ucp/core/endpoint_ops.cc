@@ -52,6 +52,7 @@ std::vector<size_t> Endpoint::lanes_for(proto::Op op, const proto::ProtoRange& r
 Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_t length,
                                                uint64_t remote_addr, const Rkey& rkey,
                                                const RequestParams& params) {
+  std::unique_lock guard = worker_->lock();
   const char* name = proto::op_name(op);
   if (closed_) return Status::Canceled;
   if (length > 0 && (!buffer || !rkey.contains(remote_addr, length))) {
@@ -105,6 +106,7 @@ Result<std::shared_ptr<Request>> Endpoint::get_nbx(void* buffer, size_t length,
 
 Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* buffer,
                                                        size_t length, const RequestParams& params) {
+  std::unique_lock guard = worker_->lock();
   if (closed_) return Status::Canceled;
   const bool registered = params.memh && params.memh->contains(buffer, length);
   const proto::ProtoRange* range = protocols_->table(proto::Op::Am, registered).lookup(length);
@@ -159,6 +161,7 @@ Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* 
 }
 
 Result<std::shared_ptr<Request>> Endpoint::flush(const RequestParams& params) {
+  std::unique_lock guard = worker_->lock();
   std::vector<proto::FlushTarget> targets;
   for (size_t lane = 0; lane < runtime_.size(); ++lane) {
     const proto::LaneRuntime* rt = &runtime_[lane];
@@ -175,6 +178,7 @@ Result<std::shared_ptr<Request>> Endpoint::flush(const RequestParams& params) {
 }
 
 Result<std::shared_ptr<Request>> Endpoint::close(CloseMode mode, const RequestParams& params) {
+  std::unique_lock guard = worker_->lock();
   if (closed_) return Status::Canceled;
   if (mode == CloseMode::Force) {
     cancel_requests();

@@ -30,6 +30,7 @@ Status Request::wait() {
 }
 
 void Request::cancel() {
+  std::unique_lock guard = worker_->lock();
   if (completed()) return;
   op_->abort();
   complete(Status::Canceled);

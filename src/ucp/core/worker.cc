@@ -32,10 +32,16 @@ Worker::Worker(Context* context)
     : context_(context), uuid_(random_uuid()), reassembly_(std::make_unique<AmReassembly>()) {}
 
 Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
+  return create(context, WorkerParams{});
+}
+
+Result<std::unique_ptr<Worker>> Worker::create(Context& context, const WorkerParams& params) {
   std::unique_ptr<Worker> w(new Worker(&context));
+  w->multi_ = params.thread_mode.value_or(context.config().thread_mode) == ThreadMode::Multi;
   MC_ASSIGN_OR_RETURN(w->async_, ucs::EventLoop::create());
   MC_RETURN_IF_ERROR(w->async_->start());
   MC_RETURN_IF_ERROR(w->open_ifaces());
+  MC_RETURN_IF_ERROR(w->init_wait());
   return w;
 }
 
@@ -54,6 +60,8 @@ Worker::~Worker() {
   reply_eps_.clear();
   ifaces_.clear();
   if (async_) (void)async_->stop();
+  if (epfd_ >= 0) close(epfd_);
+  if (wakefd_ >= 0) close(wakefd_);
 }
 
 Status Worker::open_ifaces() {
@@ -102,6 +110,7 @@ int Worker::iface_of(size_t resource) const {
 }
 
 std::vector<uint8_t> Worker::address() const {
+  std::unique_lock guard = lock();
   wireup::WorkerAddress a;
   a.uuid = uuid_;
   a.hostname = ucs::host_identity().hostname;
@@ -124,6 +133,7 @@ std::vector<uint8_t> Worker::address() const {
 }
 
 unsigned Worker::progress() {
+  std::unique_lock guard = lock();
   unsigned events = 0;
   for (WorkerIface& wi : ifaces_) events += wi.iface->progress();
   if (!pending_rts_.empty()) {
@@ -147,6 +157,7 @@ unsigned Worker::progress() {
 
 std::shared_ptr<Request> Worker::submit(std::unique_ptr<proto::RequestOp> op,
                                         const RequestParams& params, Endpoint* ep) {
+  std::unique_lock guard = lock();
   const uint64_t now = ucs::monotonic_ns();
   const ucs::config::Duration timeout =
       params.timeout.value_or(context_->config().transfer_timeout);
@@ -170,6 +181,7 @@ bool Worker::completed_before(const Endpoint* ep, uint64_t seq) const {
 }
 
 Result<std::shared_ptr<Request>> Worker::flush(const RequestParams& params) {
+  std::unique_lock guard = lock();
   std::vector<proto::FlushTarget> targets;
   for (WorkerIface& wi : ifaces_) {
     uct::Iface* iface = wi.iface.get();
@@ -182,6 +194,7 @@ Result<std::shared_ptr<Request>> Worker::flush(const RequestParams& params) {
 }
 
 void Worker::set_am_handler(uint16_t id, AmCallback callback) {
+  std::unique_lock guard = lock();
   if (callback) {
     am_handlers_[id] = std::move(callback);
   } else {

@@ -10,6 +10,7 @@
 namespace mc::ucp {
 
 Result<std::unique_ptr<Endpoint>> Worker::ep_create(std::span<const uint8_t> address) {
+  std::unique_lock guard = lock();
   std::string why;
   Result<wireup::WorkerAddress> peer = wireup::address_unpack(address, &why);
   if (!peer.ok()) {

@@ -4,6 +4,7 @@
 #include "uct/tcp/tcp_iface.h"
 
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,6 +49,11 @@ Status TcpIface::init(const IfaceParams& params) {
   pool.max_elems = bounce_max_;
   pool.name = "tcp bounce buffers";
   MC_ASSIGN_OR_RETURN(bounce_pool_, ucs::ThreadSafeMpool::create(pool));
+  event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (event_fd_ < 0) {
+    MC_LOG(error) << "tcp: eventfd() failed: " << ucs::errno_string(errno);
+    return Status::IoError;
+  }
   MC_ASSIGN_OR_RETURN(listen_fd_,
                       listen_socket(dev_.ipv4, config_.port_range,
                                     static_cast<int>(config_.listen_backlog), config_, &port_));
@@ -92,6 +98,7 @@ TcpIface::~TcpIface() {
     std::lock_guard guard(events_lock_);
     events_.clear();  // only active messages can be left: endpoints took theirs
   }
+  if (event_fd_ >= 0) close(event_fd_);
   for (FlushWaiter& w : std::exchange(flush_waiters_, {})) {
     completion_update(w.comp, Status::Canceled);
   }
@@ -153,6 +160,27 @@ void TcpIface::loop_barrier() {
 void TcpIface::push_event(Event ev) {
   std::lock_guard guard(events_lock_);
   events_.push_back(std::move(ev));
+  if (armed_) {
+    armed_ = false;
+    const uint64_t one = 1;
+    // Nonblocking; EAGAIN only when the counter is full, i.e. readable.
+    (void)!write(event_fd_, &one, sizeof(one));
+  }
+}
+
+Result<int> TcpIface::event_fd() {
+  if (!own_loop_ && !loop_->is_running()) return Status::Unsupported;
+  return event_fd_;
+}
+
+Status TcpIface::arm() {
+  uint64_t count = 0;
+  while (read(event_fd_, &count, sizeof(count)) > 0) {
+  }
+  std::lock_guard guard(events_lock_);
+  if (!events_.empty()) return Status::Busy;
+  armed_ = true;
+  return Status::Ok;
 }
 
 std::vector<TcpIface::Event> TcpIface::take_events(const TcpEp* ep) {
@@ -174,7 +202,7 @@ std::vector<TcpIface::Event> TcpIface::take_events(const TcpEp* ep) {
 IfaceAttr TcpIface::query() const {
   IfaceAttr attr;
   attr.cap = kCapAmShort | kCapAmBcopy | kCapAmZcopy | kCapPutShort | kCapPutBcopy | kCapPutZcopy |
-             kCapGetBcopy | kCapGetZcopy | kCapPending | kCapConnectToIface |
+             kCapGetBcopy | kCapGetZcopy | kCapPending | kCapConnectToIface | kCapEventFd |
              kCapErrHandlePeerFailure;
   const size_t seg = config_.seg_size;
   const size_t max_short = std::min(kMaxShort, seg);

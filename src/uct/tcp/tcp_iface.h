@@ -55,6 +55,12 @@ class TcpIface : public Iface, private TcpConnHandler {
   Result<std::unique_ptr<Endpoint>> ep_create(std::span<const uint8_t> device_addr,
                                               std::span<const uint8_t> iface_addr) override;
   Status flush(Completion* comp) override;
+  /// An eventfd written when an event is queued for progress() after arm().
+  /// Unsupported when the loop runs only inside progress() (nothing would
+  /// queue events while the user sleeps).
+  Result<int> event_fd() override;
+  /// Busy when events wait for progress(); else arms the event fd.
+  Status arm() override;
 
   /// What the loop thread hands to progress().
   struct Event {
@@ -126,8 +132,10 @@ class TcpIface : public Iface, private TcpConnHandler {
   std::vector<std::weak_ptr<TcpConn>> paused_;  ///< stopped reading: too many AMs queued
   std::atomic<size_t> am_queued_{0};            ///< Am events not yet delivered
   std::atomic<bool> any_paused_{false};  ///< paused_ is not empty (a hint, read without the lock)
-  std::mutex events_lock_;               ///< guards events_
+  std::mutex events_lock_;               ///< guards events_ and armed_
   std::deque<Event> events_;
+  bool armed_ = false;  ///< the next queued event writes event_fd_
+  int event_fd_ = -1;   ///< eventfd of blocking progress
 
   // User thread only.
   std::set<TcpEp*> eps_;
