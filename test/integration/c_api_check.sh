@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Checks that the UCP C API header (src/ucp/api/ucp_c.h, installed as
-# mc/ucp/api/ucp_c.h) is valid C11 on its own, and, given a build tree, that
-# a C program links against libmc_ucp and moves data over self with it.
+# mc/ucp/api/ucp_c.h and reachable as <mc/ucp_c.h>) is valid C11 on its
+# own, and, given a build tree, that a C program links against libmc_ucp
+# and moves data over self with it.
 #
 #   test/integration/c_api_check.sh              # header only
 #   test/integration/c_api_check.sh <build-dir>  # also link and run
@@ -13,12 +14,14 @@ build_dir=${1:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# The installed layout: <includedir>/mc/ucp/api/ucp_c.h.
+# The installed layout: <includedir>/mc/ucp/api/ucp_c.h, and the short name
+# <includedir>/mc/ucp_c.h that forwards to it.
 mkdir -p "$tmp/include/mc"
 ln -s "$src/ucp" "$tmp/include/mc/ucp"
+ln -s "$src/ucp/include/mc/ucp_c.h" "$tmp/include/mc/ucp_c.h"
 
 cat > "$tmp/app.c" <<'SRC'
-#include <mc/ucp/api/ucp_c.h>
+#include <mc/ucp_c.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -81,6 +84,11 @@ gcc -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only -I"$tmp/include" "$tm
 gcc -std=c11 -Wall -Werror -fsyntax-only -I"$src" -x c - <<'SRC'
 #include "ucp/api/ucp_c.h"
 int main(void) { return mc_ucp_status_string(MC_UCP_OK) == 0; }
+SRC
+# The old installed path keeps working.
+gcc -std=c11 -Wall -Werror -pedantic -fsyntax-only -I"$tmp/include" -x c - <<'SRC'
+#include <mc/ucp/api/ucp_c.h>
+int main(void) { return mc_ucp_worker_event_fd(0) != -1; }
 SRC
 echo "PASS: ucp_c.h is valid C11"
 

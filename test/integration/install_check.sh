@@ -49,3 +49,28 @@ for m in self tcp sm; do
   grep -E "uct +$m +loaded .*$root/lib/mc/libmc_uct_$m.so" "$dest/modules.txt" >/dev/null ||
     { echo "installed module $m is not loaded from $root/lib/mc"; exit 1; }
 done
+
+# The Done-when of UCP: applications built against the installed headers
+# with `pkg-config mc-ucp` alone move data between two processes, one with
+# the C API (<mc/ucp_c.h>) and one with the C++ API (<mc/ucp.h>); the C++ one
+# forces a rendezvous for its large active message.
+integration=$(cd "$(dirname "$0")" && pwd)
+for f in include/mc/ucp_c.h include/mc/ucp.h include/mc/ucp/api/ucp_c.h; do
+  [ -e "$root/$f" ] || { echo "MISSING: $f"; exit 1; }
+done
+ucp_cflags=$(pkg-config --define-variable=prefix="$root" --cflags mc-ucp)
+ucp_libs=$(pkg-config --define-variable=prefix="$root" --libs mc-ucp)
+# shellcheck disable=SC2086
+gcc -std=c11 -Wall -Werror $(echo $ucp_cflags | sed 's/-std=c++20//') \
+  "$integration/ucp_two_proc_c.c" -o "$dest/ucp_c_app" $ucp_libs -Wl,-rpath,"$root/lib"
+# shellcheck disable=SC2086
+g++ $ucp_cflags "$integration/ucp_two_proc.cc" -o "$dest/ucp_cxx_app" $ucp_libs \
+  -Wl,-rpath,"$root/lib"
+# libmc_ucp's own dependencies (libmc_uct, libmc_ucs) are found as for mc_info.
+for tls in sm tcp; do
+  export LD_LIBRARY_PATH=$root/lib MC_TLS=$tls MC_NET_DEVICES=lo MC_TRANSFER_TIMEOUT=60s
+  "$dest/ucp_c_app"
+  MC_RNDV_THRESH=64k "$dest/ucp_cxx_app"
+done
+unset LD_LIBRARY_PATH MC_TLS MC_NET_DEVICES MC_TRANSFER_TIMEOUT
+echo "PASS: installed mc-ucp: C and C++ applications move data between two processes"

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The C API of UCP (installed as mc/ucp/api/ucp_c.h): opaque handles and
+/* The C API of UCP (installed as mc/ucp/api/ucp_c.h, and included as
+ * <mc/ucp_c.h> through a forwarding header): opaque handles and
  * mc_ucp_* functions over the C++ classes, so any language can embed mc.
  * Valid C11 and C++; no exception crosses it. */
 #ifndef MC_UCP_API_UCP_C_H
@@ -97,8 +98,10 @@ void mc_ucp_context_destroy(mc_ucp_context_t* context);
 
 /// Creates a worker of `context`. Returns MC_UCP_ERR_INVALID_PARAM for a
 /// null argument, MC_UCP_ERR_NO_DEVICE when no iface opened.
-/// Thread safety: any thread; a worker and everything made from it (its
-/// endpoints, rkeys and requests) must then be used by one thread at a time.
+/// Thread safety: any thread. With MC_THREAD_MODE=single (the default) a
+/// worker and everything made from it (its endpoints, rkeys and requests)
+/// must then be used by one thread at a time; with MC_THREAD_MODE=multi any
+/// thread may call them (a worker mutex serialises the calls).
 mc_ucp_status_t mc_ucp_worker_create(mc_ucp_context_t* context, mc_ucp_worker_t** worker_p);
 
 /// Destroys a worker (null: no-op) after its endpoints were destroyed;
@@ -109,6 +112,30 @@ void mc_ucp_worker_destroy(mc_ucp_worker_t* worker);
 /// Progresses every iface and request of `worker`; returns the number of
 /// events handled (0 for a null worker). Thread safety: as the worker.
 unsigned mc_ucp_worker_progress(mc_ucp_worker_t* worker);
+
+/// Blocking progress (see Worker::wait() in worker.h): an epoll fd that
+/// becomes readable when an iface with an event fd (tcp) has work after
+/// mc_ucp_worker_arm(), or after mc_ucp_worker_signal(); -1 for a null
+/// worker. Ifaces without one (sm, self) are polled every MC_POLL_INTERVAL
+/// by mc_ucp_worker_wait() instead. Thread safety: any thread.
+int mc_ucp_worker_event_fd(mc_ucp_worker_t* worker);
+
+/// Arms the worker's event fds. MC_UCP_ERR_BUSY when there is work now
+/// (progress and arm again), MC_UCP_OK when a sleep may begin,
+/// MC_UCP_ERR_INVALID_PARAM for a null worker. Thread safety: as the worker.
+mc_ucp_status_t mc_ucp_worker_arm(mc_ucp_worker_t* worker);
+
+/// Sleeps until the worker may have work (an event, a signal, or the poll
+/// interval while an iface has no event fd or a request is in progress):
+/// MC_UCP_OK; MC_UCP_ERR_TIMEOUT when `timeout_ms` (< 0: none) passed first.
+/// Does not progress: call mc_ucp_worker_progress() after it. Thread safety:
+/// as the worker, except that it never holds the multi-mode worker lock
+/// while asleep.
+mc_ucp_status_t mc_ucp_worker_wait(mc_ucp_worker_t* worker, int64_t timeout_ms);
+
+/// Wakes a mc_ucp_worker_wait() in another thread (null: no-op).
+/// Thread safety: any thread.
+void mc_ucp_worker_signal(mc_ucp_worker_t* worker);
 
 /// Packs the worker's address into a malloc'd buffer (*address_p,
 /// *length_p), to be released with mc_ucp_worker_address_release() and sent

@@ -194,6 +194,29 @@ unsigned mc_ucp_worker_progress(mc_ucp_worker_t* worker) {
   return n;
 }
 
+int mc_ucp_worker_event_fd(mc_ucp_worker_t* worker) {
+  return worker == nullptr ? -1 : worker->impl->event_fd();
+}
+
+mc_ucp_status_t mc_ucp_worker_arm(mc_ucp_worker_t* worker) {
+  return guarded("mc_ucp_worker_arm", [&]() -> Status {
+    if (worker == nullptr) return Status::InvalidParam;
+    return worker->impl->arm();
+  });
+}
+
+mc_ucp_status_t mc_ucp_worker_wait(mc_ucp_worker_t* worker, int64_t timeout_ms) {
+  return guarded("mc_ucp_worker_wait", [&]() -> Status {
+    if (worker == nullptr) return Status::InvalidParam;
+    return worker->impl->wait(timeout_ms < 0 ? mc::ucs::config::Duration::max()
+                                             : std::chrono::milliseconds(timeout_ms));
+  });
+}
+
+void mc_ucp_worker_signal(mc_ucp_worker_t* worker) {
+  if (worker != nullptr) worker->impl->signal();
+}
+
 mc_ucp_status_t mc_ucp_worker_address(mc_ucp_worker_t* worker, void** address_p, size_t* length_p) {
   return guarded("mc_ucp_worker_address", [&]() -> Status {
     if (worker == nullptr || address_p == nullptr || length_p == nullptr) {
