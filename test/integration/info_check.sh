@@ -72,5 +72,34 @@ else
   expect "MC_TLS=self: loopback unreachable, with the reasons" "$tmp/self" "^  rejected sm/[^ ]+: filtered"
 fi
 
+# -b: what configure found; --json: one JSON document per report.
+"$info" -b > "$tmp/b" 2>&1 || fail "mc_info -b exited non-zero"
+expect "mc_info -b: build kind" "$tmp/b" "^#   build_kind: "
+expect "mc_info -b: dependencies" "$tmp/b" "^#   verbs: (found|not found)"
+json_ok() {  # what, file, python expression over the document d
+  if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert $3" "$2" 2>"$tmp/py"; then
+    pass "$1"
+  else
+    fail "$1"; sed 's/^/    /' "$2" "$tmp/py"
+  fi
+}
+"$info" -b --json > "$tmp/bj" 2>&1 || fail "mc_info -b --json exited non-zero"
+json_ok "mc_info -b --json" "$tmp/bj" "'found' in d['dependencies']['cuda'] and d['version']"
+"$info" --json > "$tmp/j" 2>&1 || fail "mc_info --json exited non-zero"
+json_ok "mc_info --json alone is one document" "$tmp/j" "d['build_kind']"
+MC_TLS=tcp "$info" -w --json > "$tmp/wj" 2>/dev/null || fail "mc_info -w --json exited non-zero"
+json_ok "mc_info -w --json" "$tmp/wj" "len(d['address']) > 0 and d['resources']"
+if MC_TLS=sm,tcp timeout 60 "$info" -e loopback -p loopback --json > "$tmp/ej" 2>/dev/null; then
+  json_ok "mc_info -e -p loopback --json" "$tmp/ej" \
+    "d['lanes'][0]['pair'].startswith('sm/') and d['protocols']['registered']['put'][0]['min'] == 0"
+else
+  fail "mc_info -e loopback --json exited non-zero"
+fi
+if "$info" -m --json > "$tmp/mj" 2>&1; then
+  fail "mc_info -m --json succeeded: -m has no JSON form"
+else
+  expect "mc_info -m --json says which options have JSON" "$tmp/mj" "^mc_info: --json covers"
+fi
+
 echo "$failures failure(s)"
 [ $failures -eq 0 ]

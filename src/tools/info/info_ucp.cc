@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "info_json.h"
 #include "ucp/api/ucp.h"
 
 namespace mc::info {
@@ -73,8 +74,28 @@ void print_candidates(const wireup::LaneSelection& sel, std::ostream& os) {
   }
 }
 
+void print_worker_json(const ucp::Context& ctx, const ucp::Worker& worker) {
+  std::ostringstream uuid;
+  uuid << std::hex << worker.uuid();
+  std::cout << "{\"uuid\":" << json_string(uuid.str()) << ",\"resources\":[";
+  JsonList list(std::cout);
+  for (const ucp::ResourceInfo& r : ctx.resources()) {
+    list.item() << "{\"name\":" << json_string(r.name())
+                << ",\"md\":" << json_string(ctx.mds()[r.md_index].name)
+                << ",\"enabled\":" << (r.enabled ? "true" : "false")
+                << ",\"reason\":" << json_string(r.reason) << "}";
+  }
+  std::cout << "],\"thread_mode\":"
+            << json_string(worker.thread_mode() == ucp::ThreadMode::Multi ? "multi" : "single")
+            << ",\"address\":" << json_string(hex_encode(worker.address())) << "}\n";
+}
+
 void print_report(const wireup::WorkerAddress& peer, const wireup::LaneSelection& sel,
                   const proto::EpProtocols* protocols, const EndpointReport& report) {
+  if (report.json) {
+    print_endpoint_json(peer, sel, report.protocols ? protocols : nullptr, std::cout);
+    return;
+  }
   std::cout << "# endpoint to worker " << std::hex << peer.uuid << std::dec << " on "
             << peer.hostname << " (" << peer.ifaces.size() << " remote ifaces)\n";
   if (report.lanes) {
@@ -119,6 +140,7 @@ int report_address(ucp::Worker& worker, const std::vector<uint8_t>& packed,
   pparams.slice_size = cfg.slice_size;
   pparams.bcopy_thresh = cfg.bcopy_thresh;
   pparams.zcopy_thresh = cfg.zcopy_thresh;
+  pparams.rndv_thresh = cfg.rndv_thresh;
   const proto::EpProtocols protocols =
       proto::EpProtocols::build(sel, worker.local_resources(), pparams);
   print_report(*peer, sel, &protocols, report);
@@ -169,18 +191,24 @@ int print_ucp_endpoint(const std::string& peer, const EndpointReport& report) {
   return report_address(**worker, packed, report);
 }
 
-int print_ucp_worker() {
+int print_ucp_worker(bool json) {
   Result<std::unique_ptr<ucp::Context>> ctx = ucp::Context::create();
   if (!ctx.ok()) {
     std::cerr << "mc_info: cannot create a context: " << ucs::status_string(ctx.status()) << "\n";
     return 1;
   }
-  std::cout << "# UCP resources:\n";
-  (*ctx)->print(std::cout);
+  if (!json) {
+    std::cout << "# UCP resources:\n";
+    (*ctx)->print(std::cout);
+  }
   Result<std::unique_ptr<ucp::Worker>> worker = ucp::Worker::create(**ctx);
   if (!worker.ok()) {
     std::cerr << "mc_info: cannot create a worker: " << ucs::status_string(worker.status()) << "\n";
     return 1;
+  }
+  if (json) {
+    print_worker_json(**ctx, **worker);
+    return 0;
   }
   std::cout << "# worker " << std::hex << (*worker)->uuid() << std::dec << " ifaces:";
   for (const ucp::WorkerIface& wi : (*worker)->ifaces()) {

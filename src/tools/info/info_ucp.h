@@ -11,6 +11,7 @@ namespace mc::info {
 struct EndpointReport {
   bool lanes = false;      ///< -e: lanes, every candidate's score terms, rejections
   bool protocols = false;  ///< -p: the protocol tables
+  bool json = false;       ///< --json: one JSON object (lanes, candidates, rejections, tables)
 };
 
 /// Writes the report for an endpoint to `peer`: "loopback" (a second worker
@@ -20,7 +21,8 @@ struct EndpointReport {
 int print_ucp_endpoint(const std::string& peer, const EndpointReport& report);
 
 /// Writes the resources of a worker of this process and its address in hex
-/// (what -e and -p accept). Returns the exit status.
-int print_ucp_worker();
+/// (what -e and -p accept); one JSON object with `json`. Returns the exit
+/// status.
+int print_ucp_worker(bool json = false);
 
 }  // namespace mc::info

@@ -8,6 +8,8 @@
 #include <iostream>
 
 #include "config.h"
+#include "info_build.h"
+#include "info_json.h"
 #include "info_ucp.h"
 #include "ucs/config/registry.h"
 #include "ucs/log/log.h"
@@ -27,6 +29,7 @@ void usage(const char* prog) {
       "Usage: %s [options] [-e peer] [-p peer]\n"
       "With no option: version, modules and configuration.\n"
       "  -v   version and build\n"
+      "  -b   build configuration: version, compiler, and what configure found\n"
       "  -m   modules: path, load result, ABI, build tag, and why a module failed\n"
       "  -d   components, memory domains, transports and devices with their attributes\n"
       "  -c   configuration: every MC_* variable with its value\n"
@@ -39,11 +42,20 @@ void usage(const char* prog) {
       "  -p P protocol table of an endpoint to peer P\n"
       "       P: 'loopback' (a second worker here, connected to), a hex worker\n"
       "       address (as -w prints), or a file holding one\n"
+      "  --json  JSON instead of text, for -v, -b, -w, -e and -p\n"
       "  -h   this help\n",
       prog);
 }
 
-void print_version() {
+void print_version(bool json) {
+  if (json) {
+    std::cout << "{\"version\":" << info::json_string(MC_VERSION)
+              << ",\"build_kind\":" << info::json_string(MC_BUILD_KIND)
+              << ",\"module_abi\":" << MC_MODULE_ABI_VERSION
+              << ",\"build_tag\":" << info::json_string(MC_MODULE_BUILD_TAG)
+              << ",\"libmc_ucs\":" << info::json_string(ucs::ucs_library_path()) << "}\n";
+    return;
+  }
   std::cout << "# mc version " << MC_VERSION << " (" << MC_BUILD_KIND << ")\n"
             << "# module ABI " << MC_MODULE_ABI_VERSION << ", build tag " << MC_MODULE_BUILD_TAG
             << "\n"
@@ -192,13 +204,17 @@ void print_system() {
 int main(int argc, char** argv) {
   if (ucs::is_error(ucs::log_init(argv[0]))) return 1;
   bool version = false, modules = false, config = false, full = false, markdown = false;
-  bool topology = false, system = false, devices = false, worker = false;
+  bool topology = false, system = false, devices = false, worker = false, build = false;
+  bool json = false;
   std::string peer;
   info::EndpointReport report;
   int c;
-  while ((c = getopt(argc, argv, "vmdcfMTswe:p:h")) != -1) {
+  static const option kLong[] = {{"json", no_argument, nullptr, 'J'}, {nullptr, 0, nullptr, 0}};
+  while ((c = getopt_long(argc, argv, "vbmdcfMTswe:p:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'v': version = true; break;
+      case 'b': build = true; break;
+      case 'J': json = true; break;
       case 'm': modules = true; break;
       case 'd': devices = true; break;
       case 'c': config = true; break;
@@ -226,19 +242,27 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (markdown) return print_config(false, true);
-  if (!(version || modules || devices || config || topology || system || worker ||
+  if (json && (modules || devices || config || topology || system)) {
+    std::cerr << "mc_info: --json covers -v, -b, -w, -e and -p; -m, -d, -c, -f, -T and -s "
+                 "print text only\n";
+    return 2;
+  }
+  report.json = json;
+  if (!(version || modules || devices || config || topology || system || worker || build ||
         !peer.empty())) {
-    version = modules = config = true;
+    version = modules = config = !json;
+    build = json;  // one JSON document: the build report holds the version
   }
 
   int rc = 0;
-  if (version) print_version();
+  if (version) print_version(json);
+  if (build) info::print_build(json, std::cout);
   if (system) print_system();
   if (modules) print_modules();
   if (devices) print_devices();
   if (topology) rc |= print_topology();
   if (config) rc |= print_config(full, false);
-  if (worker) rc |= info::print_ucp_worker();
+  if (worker) rc |= info::print_ucp_worker(json);
   if (!peer.empty()) rc |= info::print_ucp_endpoint(peer, report);
   return rc;
 }

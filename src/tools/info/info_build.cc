@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// mc_info -b: config.h's HAVE_* results, and how this binary was built.
+#include "info_build.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config.h"
+#include "info_json.h"
+#include "ucs/module/module_abi.h"
+
+namespace mc::info {
+
+namespace {
+
+// Each optional dependency configure checks (config/m4): HAVE_* in config.h.
+struct Feature {
+  const char* name;
+  bool found;
+  const char* enables;
+};
+
+#ifdef HAVE_VERBS
+constexpr bool kHaveVerbs = true;
+#else
+constexpr bool kHaveVerbs = false;
+#endif
+#ifdef HAVE_MLX5DV
+constexpr bool kHaveMlx5dv = true;
+#else
+constexpr bool kHaveMlx5dv = false;
+#endif
+#ifdef HAVE_CUDA
+constexpr bool kHaveCuda = true;
+#else
+constexpr bool kHaveCuda = false;
+#endif
+#ifdef HAVE_LIBURING
+constexpr bool kHaveLiburing = true;
+#else
+constexpr bool kHaveLiburing = false;
+#endif
+#ifdef HAVE_HIREDIS
+constexpr bool kHaveHiredis = true;
+#else
+constexpr bool kHaveHiredis = false;
+#endif
+#ifdef HAVE_CURL
+constexpr bool kHaveCurl = true;
+#else
+constexpr bool kHaveCurl = false;
+#endif
+#ifdef HAVE_JSONCPP
+constexpr bool kHaveJsoncpp = true;
+#else
+constexpr bool kHaveJsoncpp = false;
+#endif
+#ifdef HAVE_NUMA
+constexpr bool kHaveNuma = true;
+#else
+constexpr bool kHaveNuma = false;
+#endif
+#ifdef HAVE_GTEST
+constexpr bool kHaveGtest = true;
+#else
+constexpr bool kHaveGtest = false;
+#endif
+#ifdef HAVE_BENCHMARK
+constexpr bool kHaveBenchmark = true;
+#else
+constexpr bool kHaveBenchmark = false;
+#endif
+
+const Feature kFeatures[] = {
+    {"verbs", kHaveVerbs, "rc_verbs transport"},
+    {"mlx5dv", kHaveMlx5dv, "rc_mlx5 transport"},
+    {"cuda", kHaveCuda, "cuda_copy transport, GPU memory types"},
+    {"liburing", kHaveLiburing, "nvmeof transport"},
+    {"hiredis", kHaveHiredis, "redis metadata backend"},
+    {"curl", kHaveCurl, "http and etcd metadata backends"},
+    {"jsoncpp", kHaveJsoncpp, "etcd metadata backend (with curl)"},
+    {"numa", kHaveNuma, "NUMA binding"},
+    {"gtest", kHaveGtest, "mc_gtest (make check)"},
+    {"benchmark", kHaveBenchmark, "mc_bench (make bench)"},
+};
+
+}  // namespace
+
+void print_build(bool json, std::ostream& os) {
+  const std::vector<std::pair<const char*, std::string>> facts = {
+      {"version", PACKAGE_VERSION},
+      {"build_kind", MC_BUILD_KIND},
+      {"compiler", __VERSION__},
+      {"cplusplus", std::to_string(__cplusplus)},
+      {"module_abi", std::to_string(MC_MODULE_ABI_VERSION)},
+      {"build_tag", MC_MODULE_BUILD_TAG},
+  };
+  if (!json) {
+    os << "# build configuration\n";
+    for (const auto& [k, v] : facts) os << "#   " << k << ": " << v << "\n";
+    os << "# optional dependencies (configure):\n";
+    for (const Feature& f : kFeatures) {
+      os << "#   " << f.name << (f.found ? ": found" : ": not found") << " (" << f.enables << ")\n";
+    }
+    return;
+  }
+  os << "{";
+  JsonList top(os);
+  for (const auto& [k, v] : facts) top.key(k) << json_string(v);
+  std::ostream& deps = top.key("dependencies");
+  deps << "{";
+  JsonList list(deps);
+  for (const Feature& f : kFeatures) {
+    list.key(f.name) << "{\"found\":" << (f.found ? "true" : "false")
+                     << ",\"enables\":" << json_string(f.enables) << "}";
+  }
+  deps << "}";
+  os << "}\n";
+}
+
+}  // namespace mc::info

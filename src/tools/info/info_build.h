@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
+// mc_info -b: the build configuration (what configure found, from config.h).
+#pragma once
+
+#include <ostream>
+
+namespace mc::info {
+
+/// Writes the version, build kind, compiler, module ABI and every optional
+/// dependency configure looked for with whether it was found; as one JSON
+/// object with `json`.
+void print_build(bool json, std::ostream& os);
+
+}  // namespace mc::info
