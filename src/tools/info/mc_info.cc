@@ -84,6 +84,12 @@ void print_modules() {
     std::cout << m.path << "\n";
     if (!m.reason.empty()) std::cout << "#   " << std::string(24, ' ') << "reason: " << m.reason << "\n";
   }
+  // Loaded modules whose component found no device say why (cuda_copy
+  // without a GPU or a driver).
+  for (uct::Component* c : uct::load_components()) {
+    const std::string why = c->unavailable_reason();
+    if (!why.empty()) std::cout << "#   uct component " << c->name() << ": " << why << "\n";
+  }
 }
 
 // Limits of one operation family, "short 8k bcopy 64k zcopy [0, inf] iov 16".
@@ -92,6 +98,16 @@ std::string limits_string(const uct::OpLimits& l) {
   return "short " + size.format(l.max_short) + ", bcopy " + size.format(l.max_bcopy) +
          ", zcopy [" + size.format(l.min_zcopy) + ", " + size.format(l.max_zcopy) + "], iov " +
          std::to_string(l.max_iov);
+}
+
+// "host|cuda", or "none".
+std::string mem_types_string(uct::MemTypeMask mask) {
+  std::string s;
+  for (uct::MemType t : {uct::MemType::Host, uct::MemType::Cuda, uct::MemType::CudaManaged,
+                         uct::MemType::File}) {
+    if (mask & uct::mem_type_bit(t)) s += (s.empty() ? "" : "|") + std::string(uct::mem_type_name(t));
+  }
+  return s.empty() ? "none" : s;
 }
 
 void print_iface(uct::MemoryDomain& md, const uct::TlResource& tl) {
@@ -110,6 +126,7 @@ void print_iface(uct::MemoryDomain& md, const uct::TlResource& tl) {
             << a.latency.m * 1e9 << " ns/byte, bandwidth " << a.bandwidth.total() / 1e6
             << " MB/s, overhead " << a.overhead * 1e9 << " ns, priority " << a.priority << "\n"
             << "#        caps " << uct::cap_string(a.cap) << "\n"
+            << "#        local memory " << mem_types_string(a.access_mem_types) << "\n"
             << "#        am:  " << limits_string(a.am) << ", header " << a.am.max_hdr << "\n"
             << "#        put: " << limits_string(a.put) << "\n"
             << "#        get: " << limits_string(a.get) << "\n"
@@ -130,7 +147,10 @@ void print_devices() {
   for (uct::Component* c : components) {
     std::cout << "#\n# Component: " << c->name() << "\n";
     const std::vector<std::string> mds = c->md_names();
-    if (mds.empty()) std::cout << "#   no memory domain: no device found\n";
+    if (mds.empty()) {
+      const std::string why = c->unavailable_reason();
+      std::cout << "#   no memory domain: " << (why.empty() ? "no device found" : why) << "\n";
+    }
     for (const std::string& md_name : mds) {
       ucs::Result<std::unique_ptr<uct::MemoryDomain>> md = c->md_open(md_name, sources);
       if (!md.ok()) {
@@ -143,7 +163,11 @@ void print_devices() {
                 << ((a.flags & uct::kMdReg) ? "yes" : "no") << ", allocate "
                 << ((a.flags & uct::kMdAlloc) ? "yes" : "no") << ", rkey <= "
                 << a.rkey_packed_size << " B, registration " << a.reg_cost.c * 1e9 << " ns + "
-                << a.reg_cost.m * 1e9 << " ns/byte\n";
+                << a.reg_cost.m * 1e9 << " ns/byte"
+                << ((a.flags & uct::kMdRegFile) ? ", register files yes" : "") << "\n"
+                << "#     memory types: register " << mem_types_string(a.reg_mem_types)
+                << ", access " << mem_types_string(a.access_mem_types) << ", detect "
+                << mem_types_string(a.detect_mem_types) << "\n";
       const std::vector<uct::TlResource> tls = (*md)->query_tl_resources();
       if (tls.empty()) std::cout << "#      no transport resources: no device found\n";
       for (const uct::TlResource& tl : tls) print_iface(**md, tl);

@@ -23,6 +23,10 @@ class Component {
   /// hardware is absent.
   virtual std::vector<std::string> md_names() const = 0;
 
+  /// Why md_names() is empty when it is (e.g. "no CUDA device: <cuda error
+  /// text>"); empty otherwise. mc_info -d prints it.
+  virtual std::string unavailable_reason() const { return {}; }
+
   /// Opens a memory domain. NoElem for an unknown name, NoDevice when the
   /// hardware went away, InvalidParam for an invalid configuration.
   virtual Result<std::unique_ptr<MemoryDomain>> md_open(const std::string& md_name,

@@ -92,6 +92,16 @@ class MemoryDomain {
   virtual Result<std::unique_ptr<MemHandle>> mem_reg(void* address, size_t length,
                                                      unsigned access) = 0;
 
+  /// Registers a file or block device at `path` (its whole length) with
+  /// `access` (MemAccess bits; remote write needs the file writable). The
+  /// handle's address is null, its length the file's size, its type
+  /// MemType::File; operations address it by byte offset through the rkey
+  /// that mkey_pack() makes of it. Unsupported unless MdAttr::flags has
+  /// kMdRegFile; NoElem when the file does not exist; IoError (logged with
+  /// the errno text) when it cannot be opened or sized.
+  virtual Result<std::unique_ptr<MemHandle>> mem_reg_file(const std::string& path,
+                                                          unsigned access);
+
   /// Allocates memory the md serves best (e.g. shared memory for sm).
   /// Unsupported unless MdAttr::flags has kMdAlloc.
   virtual Result<std::unique_ptr<MemHandle>> mem_alloc(size_t length, MemType type,

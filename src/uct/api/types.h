@@ -21,7 +21,9 @@ using ucs::Status;
 inline constexpr uint32_t kApiVersion = 1;
 
 /// Where memory lives.
-enum class MemType : uint8_t { Host = 0, Cuda = 1, CudaManaged = 2, Unknown = 255 };
+/// File: a file or block device registered with MemoryDomain::mem_reg_file();
+/// its "addresses" are byte offsets into the file.
+enum class MemType : uint8_t { Host = 0, Cuda = 1, CudaManaged = 2, File = 3, Unknown = 255 };
 const char* mem_type_name(MemType type);
 /// A set of memory types: bit (1 << MemType).
 using MemTypeMask = uint32_t;
@@ -48,6 +50,10 @@ enum Cap : uint64_t {
   kCapConnectToEp = 1ull << 12,     ///< ep_create() + ep address exchange
   kCapErrHandlePeerFailure = 1ull << 13,  ///< a dead peer is reported, not hung on
   kCapAmThreadSafe = 1ull << 14,   ///< AM handlers may run on the iface's own thread
+  /// ep_create() takes only this iface's own address: a copy engine (cuda_copy)
+  /// or a storage transport (nvmeof) used inside this process, never a lane
+  /// to a peer (UCP's lane selection needs kCapConnectToIface).
+  kCapConnectToSelf = 1ull << 15,
 };
 
 /// Names of the set bits of `cap`, "am_short|put_zcopy|...".
@@ -97,6 +103,7 @@ enum MdFlag : uint64_t {
   kMdAlloc = 1ull << 0,     ///< mem_alloc() gives transport-friendly memory
   kMdReg = 1ull << 1,       ///< mem_reg() works
   kMdNeedRkey = 1ull << 2,  ///< remote access needs a packed rkey
+  kMdRegFile = 1ull << 3,   ///< mem_reg_file() works (storage transports)
 };
 
 /// What a memory domain can do.

@@ -12,6 +12,10 @@ Result<std::unique_ptr<MemHandle>> MemoryDomain::mem_alloc(size_t, MemType, unsi
   return Status::Unsupported;
 }
 
+Result<std::unique_ptr<MemHandle>> MemoryDomain::mem_reg_file(const std::string&, unsigned) {
+  return Status::Unsupported;
+}
+
 MemType MemoryDomain::detect_mem_type(const void*, size_t) const { return MemType::Host; }
 
 Status Iface::set_am_handler(uint8_t id, AmHandler handler) {

@@ -9,6 +9,7 @@ const char* mem_type_name(MemType type) {
     case MemType::Host: return "host";
     case MemType::Cuda: return "cuda";
     case MemType::CudaManaged: return "cuda-managed";
+    case MemType::File: return "file";
     case MemType::Unknown: return "unknown";
   }
   return "?";
@@ -34,7 +35,7 @@ std::string cap_string(uint64_t cap) {
       {kCapGetZcopy, "get_zcopy"}, {kCapPending, "pending"},
       {kCapEventFd, "event_fd"},   {kCapConnectToIface, "connect_to_iface"},
       {kCapConnectToEp, "connect_to_ep"}, {kCapErrHandlePeerFailure, "peer_failure"},
-      {kCapAmThreadSafe, "am_thread_safe"}};
+      {kCapAmThreadSafe, "am_thread_safe"}, {kCapConnectToSelf, "connect_to_self"}};
   std::string s;
   for (const auto& [bit, name] : names) {
     if (cap & bit) s += (s.empty() ? "" : "|") + std::string(name);

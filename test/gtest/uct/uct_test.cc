@@ -22,6 +22,9 @@ std::vector<Resource> available_resources() {
         if (!md.ok()) continue;
         for (const TlResource& tl : (*md)->query_tl_resources()) {
           if (tl.dev_type == DeviceType::Net && tl.dev_name != "lo") continue;
+          // Copy engines and storage reach only themselves (kCapConnectToSelf)
+          // and move data to GPU memory or files: their own suites test them.
+          if (tl.dev_type == DeviceType::Acc || tl.dev_type == DeviceType::Storage) continue;
           out.push_back(Resource{c->name(), md_name, tl});
         }
       }

@@ -29,7 +29,8 @@ struct Resource {
 };
 
 /// Every resource of every loaded component. Network transports run on the
-/// loopback device only, so tests never leave this machine.
+/// loopback device only, so tests never leave this machine. Copy engines
+/// (cuda_copy) and storage (nvmeof) have their own suites.
 std::vector<Resource> available_resources();
 
 // The entities, buffers and waits are mc_uct_check's: one harness for the
