@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// The nvmeof transport's knobs (MC_NVMEOF_*).
+#pragma once
+
+#include <cstdint>
+
+#include "ucs/config/table.h"
+
+namespace mc::uct::nvmeof {
+
+struct NvmeofConfig {
+  uint64_t queue_depth;  ///< file operations in flight per iface
+  bool io_uring;         ///< io_uring; off: preadv/pwritev in progress()
+  bool direct_io;        ///< O_DIRECT when offset, sizes and addresses are aligned
+};
+
+const ucs::config::Table& nvmeof_config_table();
+
+}  // namespace mc::uct::nvmeof

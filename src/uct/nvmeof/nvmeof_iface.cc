@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+// nvmeof iface and endpoint.
+#include "uct/nvmeof/nvmeof_iface.h"
+
+#include <unistd.h>
+
+#include <atomic>
+
+#include "ucs/datastruct/wire.h"
+#include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
+
+namespace mc::uct::nvmeof {
+
+namespace {
+
+uint64_t next_iface_id() {
+  static std::atomic<uint32_t> counter{0};
+  return (static_cast<uint64_t>(getpid()) << 32) | ++counter;
+}
+
+constexpr size_t kMaxIov = 64;
+// Linux moves at most 0x7ffff000 bytes per read or write; 1 GiB per operation.
+constexpr size_t kMaxIo = size_t{1} << 30;
+
+}  // namespace
+
+NvmeofIface::NvmeofIface(NvmeofMd* md, const NvmeofConfig& config)
+    : Iface(md),
+      md_(md),
+      config_(config),
+      iface_id_(next_iface_id()),
+      engine_(IoEngine::create(static_cast<unsigned>(config.queue_depth), config.io_uring)) {}
+
+NvmeofIface::~NvmeofIface() {
+  engine_.reset();
+}
+
+IfaceAttr NvmeofIface::query() const {
+  IfaceAttr attr;
+  attr.cap = kCapPutZcopy | kCapGetZcopy | kCapConnectToSelf;
+  attr.put = OpLimits{0, 0, 0, kMaxIo, kMaxIov, 0};
+  attr.get = OpLimits{0, 0, 0, kMaxIo, kMaxIov, 0};
+  attr.latency = LinearFunc{20e-6, 0};   // an NVMe read; a remote namespace adds the fabric
+  attr.bandwidth = Bandwidth{0, 2.0e9};  // shared by every iface on the storage
+  attr.overhead = 1e-6;
+  attr.device_addr_len = 8;
+  attr.iface_addr_len = 8;
+  attr.access_mem_types = mem_type_bit(MemType::Host);
+  return attr;
+}
+
+unsigned NvmeofIface::progress() {
+  return engine_->progress();
+}
+
+std::vector<uint8_t> NvmeofIface::device_address() const {
+  std::vector<uint8_t> out;
+  ucs::WireWriter(&out).u64(ucs::boot_id_hash());
+  return out;
+}
+
+std::vector<uint8_t> NvmeofIface::iface_address() const {
+  std::vector<uint8_t> out;
+  ucs::WireWriter(&out).u64(iface_id_);
+  return out;
+}
+
+bool NvmeofIface::is_reachable(std::span<const uint8_t> device_addr,
+                               std::span<const uint8_t> iface_addr, std::string* reason) const {
+  ucs::WireReader dev(device_addr), iface(iface_addr);
+  const uint64_t boot = dev.u64();
+  const uint64_t id = iface.u64();
+  auto say = [reason](const char* why) {
+    if (reason) *reason = why;
+    return false;
+  };
+  if (!dev.at_end() || !iface.at_end()) return say("malformed nvmeof address");
+  if (boot != ucs::boot_id_hash() || id != iface_id_) {
+    return say("nvmeof connects only to its own iface: files are reached through file rkeys");
+  }
+  return true;
+}
+
+Result<std::unique_ptr<Endpoint>> NvmeofIface::ep_create(std::span<const uint8_t> device_addr,
+                                                         std::span<const uint8_t> iface_addr) {
+  std::string reason;
+  if (!is_reachable(device_addr, iface_addr, &reason)) {
+    MC_LOG(error) << "nvmeof: cannot connect: " << reason;
+    return Status::Unreachable;
+  }
+  return std::unique_ptr<Endpoint>(new NvmeofEp(this));
+}
+
+Status NvmeofIface::flush(Completion* comp) {
+  return ops_->flush(comp);
+}
+
+Result<std::shared_ptr<NvmeofFile>> NvmeofIface::file_for(const NvmeofRkey& rkey, bool write) {
+  auto it = files_.find(rkey.path);
+  if (it != files_.end() && (!write || it->second->writable())) return it->second;
+  // Opened writable when the key allows writes, so one descriptor serves both.
+  MC_ASSIGN_OR_RETURN(
+      std::shared_ptr<NvmeofFile> file,
+      NvmeofFile::open(rkey.path, (rkey.access & kAccessRemoteWrite) != 0, config_.direct_io));
+  files_[rkey.path] = file;
+  return file;
+}
+
+Status NvmeofIface::check_range(const NvmeofRkey& rkey, const NvmeofFile& file, uint64_t offset,
+                                size_t length, bool write) const {
+  const char* op = write ? "write" : "read";
+  if (offset > rkey.length || length > rkey.length - offset) {
+    MC_LOG(error) << "nvmeof: " << op << " of " << length << " bytes at offset " << offset
+                  << " is outside " << rkey.path << " (registered length " << rkey.length << ")";
+    return Status::InvalidParam;
+  }
+  MC_ASSIGN_OR_RETURN(uint64_t now, file.size());
+  if (offset > now || length > now - offset) {
+    MC_LOG(error) << "nvmeof: " << op << " of " << length << " bytes at offset " << offset
+                  << " is outside " << rkey.path << ": its length is now " << now
+                  << " (registered with " << rkey.length << ")";
+    return Status::InvalidParam;
+  }
+  return Status::Ok;
+}
+
+Status NvmeofIface::post(bool write, const Iov* iov, size_t iov_count, uint64_t offset,
+                         const Rkey& rkey, Completion* comp,
+                         const std::shared_ptr<OpCounter>& ep_ops) {
+  const auto* key = dynamic_cast<const NvmeofRkey*>(&rkey);
+  if (!key) {
+    MC_LOG(error) << "nvmeof: the rkey was not unpacked by an nvmeof memory domain";
+    return Status::InvalidParam;
+  }
+  const unsigned need = write ? kAccessRemoteWrite : kAccessRemoteRead;
+  if (!(key->access & need)) {
+    MC_LOG(error) << "nvmeof: " << key->path << " is registered without remote "
+                  << (write ? "write" : "read") << " access";
+    return Status::InvalidParam;
+  }
+  if (key->boot_id != ucs::boot_id_hash()) {
+    MC_LOG(error) << "nvmeof: the rkey names " << key->path << " on another host; register the "
+                  << "path this host mounts it at (local_path_map) and use that rkey";
+    return Status::InvalidParam;
+  }
+  if (iov_count == 0 || iov_count > kMaxIov) {
+    MC_LOG(error) << "nvmeof: " << iov_count << " iov entries (1 to " << kMaxIov << ")";
+    return Status::InvalidParam;
+  }
+  const size_t length = iov_length(iov, iov_count);
+  if (length == 0) return Status::Ok;
+  if (length > kMaxIo) {
+    MC_LOG(error) << "nvmeof: " << length << " bytes exceed the limit of " << kMaxIo;
+    return Status::InvalidParam;
+  }
+  MC_ASSIGN_OR_RETURN(std::shared_ptr<NvmeofFile> file, file_for(*key, write));
+  MC_RETURN_IF_ERROR(check_range(*key, *file, offset, length, write));
+  auto req = std::make_unique<IoRequest>();
+  for (size_t i = 0; i < iov_count; ++i) {
+    if (iov[i].length > 0) req->iov.push_back(iovec{iov[i].buffer, iov[i].length});
+  }
+  req->fd = file->fd(file->direct_ok(offset, req->iov.data(), req->iov.size()));
+  req->write = write;
+  req->offset = offset;
+  req->length = length;
+  req->path = file->path();
+  // The file stays open until the request ends, even if the cache drops it.
+  req->done = [file, comp, ep_ops, ops = ops_](Status s) {
+    ep_ops->done();
+    ops->done();
+    completion_update(comp, s);
+  };
+  ++ep_ops->outstanding;
+  ++ops_->outstanding;
+  engine_->submit(std::move(req));
+  return Status::InProgress;
+}
+
+Status NvmeofEp::put_zcopy(const Iov* iov, size_t iov_count, uint64_t remote_addr, const Rkey& rkey,
+                           Completion* comp) {
+  return iface_->post(true, iov, iov_count, remote_addr, rkey, comp, ops_);
+}
+
+Status NvmeofEp::get_zcopy(const Iov* iov, size_t iov_count, uint64_t remote_addr, const Rkey& rkey,
+                           Completion* comp) {
+  return iface_->post(false, iov, iov_count, remote_addr, rkey, comp, ops_);
+}
+
+}  // namespace mc::uct::nvmeof

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// nvmeof iface and endpoint: put_zcopy writes local memory into a registered
+// file, get_zcopy reads a file into local memory; remote_addr is the offset.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "uct/api/ep.h"
+#include "uct/api/iface.h"
+#include "uct/base/op_counter.h"
+#include "uct/nvmeof/nvmeof_io.h"
+#include "uct/nvmeof/nvmeof_md.h"
+
+namespace mc::uct::nvmeof {
+
+class NvmeofIface : public Iface {
+ public:
+  NvmeofIface(NvmeofMd* md, const NvmeofConfig& config);
+  ~NvmeofIface() override;
+
+  IfaceAttr query() const override;
+  unsigned progress() override;
+  std::vector<uint8_t> device_address() const override;
+  std::vector<uint8_t> iface_address() const override;
+  /// Only this iface itself: files are reached through file rkeys.
+  bool is_reachable(std::span<const uint8_t> device_addr, std::span<const uint8_t> iface_addr,
+                    std::string* reason) const override;
+  Result<std::unique_ptr<Endpoint>> ep_create(std::span<const uint8_t> device_addr,
+                                              std::span<const uint8_t> iface_addr) override;
+  Status flush(Completion* comp) override;
+
+  /// Checks `rkey` for this host, `access` and [offset, offset + length) and
+  /// starts the transfer between `iov` and the file. InvalidParam (logged)
+  /// when the range lies outside the registered or the current file length,
+  /// the rkey does not allow `access` or names a file of another host.
+  Status post(bool write, const Iov* iov, size_t iov_count, uint64_t offset, const Rkey& rkey,
+              Completion* comp, const std::shared_ptr<OpCounter>& ep_ops);
+
+  IoEngine& engine() { return *engine_; }
+
+ private:
+  Result<std::shared_ptr<NvmeofFile>> file_for(const NvmeofRkey& rkey, bool write);
+  Status check_range(const NvmeofRkey& rkey, const NvmeofFile& file, uint64_t offset, size_t length,
+                     bool write) const;
+
+  NvmeofMd* md_;
+  NvmeofConfig config_;
+  uint64_t iface_id_;
+  std::unique_ptr<IoEngine> engine_;
+  std::shared_ptr<OpCounter> ops_ = std::make_shared<OpCounter>();
+  std::map<std::string, std::shared_ptr<NvmeofFile>> files_;  // by path
+};
+
+class NvmeofEp : public Endpoint {
+ public:
+  explicit NvmeofEp(NvmeofIface* iface) : iface_(iface) {}
+  Status put_zcopy(const Iov* iov, size_t iov_count, uint64_t remote_addr, const Rkey& rkey,
+                   Completion* comp) override;
+  Status get_zcopy(const Iov* iov, size_t iov_count, uint64_t remote_addr, const Rkey& rkey,
+                   Completion* comp) override;
+  Status flush(Completion* comp) override { return ops_->flush(comp); }
+
+ private:
+  NvmeofIface* iface_;
+  std::shared_ptr<OpCounter> ops_ = std::make_shared<OpCounter>();
+};
+
+}  // namespace mc::uct::nvmeof
