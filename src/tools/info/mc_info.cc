@@ -16,6 +16,7 @@
 #include "ucs/module/module_loader.h"
 #include "ucs/sys/sys.h"
 #include "ucp/api/config.h"
+#include "ucp/metadata/config.h"
 #include "ucs/topo/topo.h"
 #include "uct/api/iface.h"
 #include "uct/base/component_loader.h"
@@ -180,6 +181,7 @@ int print_config(bool full, bool markdown) {
   (void)uct::load_components();
   ucs::config::Registry& registry = ucs::config::Registry::instance();
   ucp::register_ucp_config_tables(registry);
+  metadata::register_metadata_config_tables(registry);
   if (markdown) {
     registry.print_markdown(std::cout);
     return 0;

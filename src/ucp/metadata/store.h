@@ -17,8 +17,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ucs/status/status.h"
+
+namespace mc::ucs::config {
+class Registry;
+}
 
 namespace mc::metadata {
 
@@ -82,6 +87,9 @@ class StoreFactory {
   /// failure `*error` names the URL and the cause.
   virtual Result<std::unique_ptr<Store>> open(const std::string& conn, const StoreOptions& options,
                                               std::string* error) = 0;
+  /// Registers the backend's own knobs (e.g. MC_REDIS_PASSWORD) with
+  /// `registry`; called once when the module is loaded.
+  virtual void register_config(ucs::config::Registry& registry) { (void)registry; }
 };
 
 /// True for "P2PHANDSHAKE" (case-insensitive): no store, peers are asked directly.
@@ -93,5 +101,13 @@ bool is_p2p(const std::string& conn);
 /// loader's reason in *error), else the factory's outcome.
 Result<std::unique_ptr<Store>> open_store(const std::string& conn, const StoreOptions& options,
                                           std::string* error);
+
+/// The backend a connection string names by its shape: "http", "etcd" (also
+/// a bare host:port list), "redis", or "" when it names none (P2PHANDSHAKE
+/// included).
+std::string backend_of(const std::string& conn);
+
+/// The factories of every metadata module that loaded (loads them once).
+std::vector<StoreFactory*> load_store_factories();
 
 }  // namespace mc::metadata

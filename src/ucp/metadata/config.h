@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// The metadata knobs every backend shares (MC_METADATA_KEY_PREFIX,
+// MC_METADATA_TIMEOUT, MC_ETCD_LEASE_TTL); a backend module declares its own
+// (the redis module: MC_REDIS_PASSWORD, MC_REDIS_DB_INDEX).
+#pragma once
+
+#include <string>
+
+#include "ucp/metadata/store.h"
+#include "ucs/config/parser.h"
+#include "ucs/config/registry.h"
+#include "ucs/config/table.h"
+
+namespace mc::metadata {
+
+/// The shared metadata knobs, as read from the environment or config files.
+struct MetadataConfig {
+  std::string key_prefix;                   ///< MC_METADATA_KEY_PREFIX
+  ucs::config::Duration timeout{};          ///< MC_METADATA_TIMEOUT: bound of one request
+  ucs::config::Duration etcd_lease_ttl{};   ///< MC_ETCD_LEASE_TTL: lease of leased keys
+};
+
+/// The table of MetadataConfig (global knobs, prefix "MC_").
+const ucs::config::Table& metadata_config_table();
+
+/// Reads MetadataConfig from the process environment and config files;
+/// InvalidParam with `*error` naming the variable when a value is bad.
+Result<MetadataConfig> read_metadata_config(std::string* error = nullptr);
+
+/// StoreOptions from the knobs (timeout, lease_ttl).
+StoreOptions store_options(const MetadataConfig& config);
+
+/// Registers the shared table and the tables of every loadable metadata
+/// module with `registry` (loads the modules; idempotent). Call it before
+/// anything warns about unknown MC_* variables, and from mc_info.
+void register_metadata_config_tables(ucs::config::Registry& registry);
+
+}  // namespace mc::metadata
