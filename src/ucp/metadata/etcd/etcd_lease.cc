@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// The etcd lease of leased keys: granted at the first leased put, kept alive
+// every third of its TTL by a thread, re-granted (and its keys put again)
+// when etcd lost it, e.g. after a long outage; revoked by the destructor.
+#include <charconv>
+#include <chrono>
+
+#include "ucp/metadata/etcd/etcd_store.h"
+#include "ucs/log/log.h"
+
+namespace mc::metadata::etcd {
+
+namespace {
+
+// The gateway writes int64 fields as strings ("7587869425216418827").
+int64_t json_int64(const Json::Value& v) {
+  if (v.isIntegral()) return v.asInt64();
+  if (!v.isString()) return 0;
+  const std::string s = v.asString();
+  int64_t out = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() ? out : 0;
+}
+
+}  // namespace
+
+int64_t EtcdStore::lease_id() const {
+  std::lock_guard<std::mutex> guard(lease_lock_);
+  return lease_id_;
+}
+
+Status EtcdStore::grant(int64_t* id, int64_t* ttl) {
+  Json::Value req;
+  req["TTL"] = Json::Int64(options_.lease_ttl.count());
+  Json::Value response;
+  MC_RETURN_IF_ERROR(call("/v3/lease/grant", req, &response));
+  *id = json_int64(response["ID"]);
+  *ttl = json_int64(response["TTL"]);
+  if (*id == 0 || *ttl <= 0) {
+    return fail(Status::IoError, conn_ + ": lease grant answered no lease: " +
+                                     response.toStyledString());
+  }
+  return Status::Ok;
+}
+
+Status EtcdStore::ensure_lease(int64_t* id) {
+  {
+    std::lock_guard<std::mutex> guard(lease_lock_);
+    if (lease_id_ != 0) {
+      *id = lease_id_;
+      return Status::Ok;
+    }
+  }
+  int64_t granted = 0, ttl = 0;
+  MC_RETURN_IF_ERROR(grant(&granted, &ttl));
+  std::unique_lock<std::mutex> guard(lease_lock_);
+  if (lease_id_ != 0) {  // another thread granted one meanwhile; this one expires unused
+    *id = lease_id_;
+    return Status::Ok;
+  }
+  lease_id_ = granted;
+  lease_ttl_ = ttl;
+  *id = granted;
+  MC_LOG(debug) << "metadata: " << conn_ << ": lease " << granted << " granted, ttl " << ttl
+                << " s";
+  if (!keepalive_.joinable()) keepalive_ = std::thread([this] { keepalive_loop(); });
+  return Status::Ok;
+}
+
+void EtcdStore::keepalive_loop() {
+  std::unique_lock<std::mutex> guard(lease_lock_);
+  while (!stopping_) {
+    const auto period = std::chrono::milliseconds(std::max<int64_t>(lease_ttl_ * 1000 / 3, 200));
+    lease_cv_.wait_for(guard, period, [this] { return stopping_; });
+    if (stopping_) break;
+    guard.unlock();
+    keepalive_once();
+    guard.lock();
+  }
+}
+
+void EtcdStore::keepalive_once() {
+  int64_t id = 0;
+  {
+    std::lock_guard<std::mutex> guard(lease_lock_);
+    id = lease_id_;
+  }
+  Json::Value req;
+  req["ID"] = Json::Int64(id);
+  Json::Value response;
+  if (is_error(call("/v3/lease/keepalive", req, &response, true))) {
+    std::lock_guard<std::mutex> guard(lease_lock_);
+    if (!keepalive_failing_) {
+      MC_LOG(warn) << "metadata: " << conn_ << ": lease " << id
+                   << " keep-alive failed; retrying (leased keys expire if it keeps failing)";
+    }
+    keepalive_failing_ = true;
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> guard(lease_lock_);
+    keepalive_failing_ = false;
+  }
+  // A live lease answers {"result": {"ID": ..., "TTL": "<seconds left>"}};
+  // a lost one has no TTL (or 0).
+  if (json_int64(response["result"]["TTL"]) > 0) return;
+  MC_LOG(warn) << "metadata: " << conn_ << ": lease " << id
+               << " was lost; granting a new one and putting the leased keys again";
+  int64_t granted = 0, ttl = 0;
+  if (is_error(grant(&granted, &ttl))) return;
+  std::map<std::string, std::string> keys;
+  {
+    std::lock_guard<std::mutex> guard(lease_lock_);
+    lease_id_ = granted;
+    lease_ttl_ = ttl;
+    keys = leased_;
+  }
+  for (const auto& [key, value] : keys) (void)put_raw(key, value, granted);
+}
+
+}  // namespace mc::metadata::etcd

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// etcd requests: endpoint failover within one time bound, JSON in and out.
+#include "ucp/metadata/etcd/etcd_store.h"
+
+#include <chrono>
+
+#include "ucp/metadata/curl_client.h"
+#include "ucp/metadata/etcd/base64.h"
+#include "ucs/config/parser.h"
+
+namespace mc::metadata::etcd {
+
+namespace {
+
+constexpr const char* kDefaultPort = "2379";
+
+std::string to_json(const Json::Value& v) {
+  Json::StreamWriterBuilder builder;
+  builder["indentation"] = "";
+  return Json::writeString(builder, v);
+}
+
+bool from_json(const std::string& text, Json::Value* out, std::string* why) {
+  Json::CharReaderBuilder builder;
+  builder["collectComments"] = false;
+  std::unique_ptr<Json::CharReader> reader(builder.newCharReader());
+  return reader->parse(text.data(), text.data() + text.size(), out, why);
+}
+
+std::string shorten(std::string s) {
+  if (s.size() > 200) s = s.substr(0, 200) + "...";
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> parse_endpoints(const std::string& conn, std::string* error) {
+  std::string_view rest = ucs::config::trim(conn);
+  if (ucs::config::to_lower(rest.substr(0, 7)) == "etcd://") rest.remove_prefix(7);
+  std::vector<std::string> endpoints;
+  for (const std::string& item : ucs::config::split_list(rest)) {
+    if (item.empty() || item.find('/') != std::string::npos || item.front() == ':') {
+      *error = "\"" + conn + "\": bad etcd endpoint \"" + item + "\" (expected host[:port])";
+      return Status::InvalidParam;
+    }
+    endpoints.push_back(item.find(':') == std::string::npos ? item + ":" + kDefaultPort : item);
+  }
+  if (endpoints.empty()) {
+    *error = "\"" + conn + "\": no etcd endpoint";
+    return Status::InvalidParam;
+  }
+  return endpoints;
+}
+
+Result<std::unique_ptr<EtcdStore>> EtcdStore::open(const std::string& conn,
+                                                   const StoreOptions& options,
+                                                   std::string* error) {
+  MC_ASSIGN_OR_RETURN(std::vector<std::string> endpoints, parse_endpoints(conn, error));
+  std::unique_ptr<EtcdStore> store(new EtcdStore(conn, std::move(endpoints), options));
+  // A range on an empty key range answers when etcd serves requests.
+  Json::Value probe;
+  probe["key"] = base64_encode(std::string_view("\0", 1));
+  probe["count_only"] = true;
+  Json::Value response;
+  const Status s = store->call("/v3/kv/range", probe, &response);
+  if (is_error(s)) {
+    *error = store->last_error();
+    return s;
+  }
+  return store;
+}
+
+EtcdStore::~EtcdStore() {
+  int64_t lease = 0;
+  {
+    std::lock_guard<std::mutex> guard(lease_lock_);
+    stopping_ = true;
+    lease = lease_id_;
+  }
+  lease_cv_.notify_all();
+  if (keepalive_.joinable()) keepalive_.join();
+  if (lease != 0) {
+    Json::Value req;
+    req["ID"] = Json::Int64(lease);
+    Json::Value response;
+    (void)call("/v3/lease/revoke", req, &response, true);
+  }
+}
+
+Status EtcdStore::call(const std::string& path, const Json::Value& request,
+                       Json::Value* response, bool quiet) {
+  const std::string body = to_json(request);
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  const size_t first = current_.load();
+  std::string causes;
+  Status status = Status::IoError;
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    const size_t index = (first + i) % endpoints_.size();
+    const std::string& ep = endpoints_[index];
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      status = Status::Timeout;
+      causes += (causes.empty() ? "" : "; ") + std::string("etcd://") + ep +
+                ": not tried, the time bound passed";
+      break;
+    }
+    HttpReply reply;
+    std::string error;
+    status = curl_request("POST", "http://" + ep + path, &body, "application/json", left,
+                          "etcd://" + ep, &reply, &error);
+    if (status == Status::Timeout) {
+      // Name the whole bound, not what was left of it for this endpoint.
+      error = "etcd://" + ep + ": no answer within " + std::to_string(options_.timeout.count()) +
+              " ms";
+    }
+    if (is_error(status)) {
+      causes += (causes.empty() ? "" : "; ") + error;
+      continue;
+    }
+    current_ = index;
+    std::string why;
+    if (!from_json(reply.body, response, &why) || !response->isObject()) {
+      const std::string text = "etcd://" + ep + path + ": HTTP " + std::to_string(reply.code) +
+                               ", not a JSON object: " + shorten(reply.body);
+      return quiet ? Status::IoError : fail(Status::IoError, text);
+    }
+    if (reply.code != 200) {
+      const std::string text = "etcd://" + ep + path + ": HTTP " + std::to_string(reply.code) +
+                               ": " + shorten((*response).get("message", reply.body).asString());
+      return quiet ? Status::IoError : fail(Status::IoError, text);
+    }
+    return Status::Ok;
+  }
+  // One endpoint: its error as it is ("etcd://h:p: connection refused").
+  if (quiet) return status;
+  return fail(status, endpoints_.size() == 1 ? causes : conn_ + ": no endpoint answered: " + causes);
+}
+
+Result<std::string> EtcdStore::get(const std::string& key) {
+  Json::Value req;
+  req["key"] = base64_encode(key);
+  Json::Value response;
+  MC_RETURN_IF_ERROR(call("/v3/kv/range", req, &response));
+  const Json::Value& kvs = response["kvs"];
+  if (kvs.isNull() || (kvs.isArray() && kvs.empty())) return Status::NoElem;
+  if (!kvs.isArray() || !kvs[0].isObject()) {
+    return fail(Status::IoError, conn_ + ": range of key \"" + key + "\": malformed kvs");
+  }
+  // The gateway leaves out empty fields: no "value" is the empty value.
+  const Json::Value& value = kvs[0]["value"];
+  if (value.isNull()) return std::string();
+  std::string out, why;
+  if (!value.isString() || !base64_decode(value.asString(), &out, &why)) {
+    return fail(Status::IoError, conn_ + ": range of key \"" + key + "\": malformed value: " +
+                                     (value.isString() ? why : "not a string"));
+  }
+  return out;
+}
+
+Status EtcdStore::put_raw(const std::string& key, const std::string& value, int64_t lease) {
+  Json::Value req;
+  req["key"] = base64_encode(key);
+  req["value"] = base64_encode(value);
+  if (lease != 0) req["lease"] = Json::Int64(lease);
+  Json::Value response;
+  return call("/v3/kv/put", req, &response);
+}
+
+Status EtcdStore::put(const std::string& key, const std::string& value, bool leased) {
+  int64_t lease = 0;
+  if (leased && options_.lease_ttl.count() > 0) MC_RETURN_IF_ERROR(ensure_lease(&lease));
+  MC_RETURN_IF_ERROR(put_raw(key, value, lease));
+  std::lock_guard<std::mutex> guard(lease_lock_);
+  if (lease != 0) {
+    leased_[key] = value;
+  } else {
+    leased_.erase(key);
+  }
+  return Status::Ok;
+}
+
+Status EtcdStore::remove(const std::string& key) {
+  Json::Value req;
+  req["key"] = base64_encode(key);
+  Json::Value response;
+  MC_RETURN_IF_ERROR(call("/v3/kv/deleterange", req, &response));
+  std::lock_guard<std::mutex> guard(lease_lock_);
+  leased_.erase(key);
+  return Status::Ok;
+}
+
+}  // namespace mc::metadata::etcd

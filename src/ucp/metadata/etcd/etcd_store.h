@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// The etcd metadata backend: etcd v3 through its JSON gateway (etcd 3.4:
+// /v3/kv/put, /v3/kv/range, /v3/kv/deleterange, /v3/lease/grant,
+// /v3/lease/keepalive, /v3/lease/revoke), keys and values in base64.
+// Several endpoints fail over in order; leased keys hang on one lease that a
+// thread keeps alive while the store lives.
+#pragma once
+
+#include <json/json.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ucp/metadata/store_base.h"
+
+namespace mc::metadata::etcd {
+
+/// "etcd://h1:2379,h2" or "h1:2379,h2:2380" -> {"h1:2379", "h2:2379"} (the
+/// default port is 2379). InvalidParam with `*error` on an empty or bad item.
+Result<std::vector<std::string>> parse_endpoints(const std::string& conn, std::string* error);
+
+class EtcdStore final : public StoreBase {
+ public:
+  /// Checks that one endpoint answers (within options.timeout).
+  static Result<std::unique_ptr<EtcdStore>> open(const std::string& conn,
+                                                 const StoreOptions& options, std::string* error);
+  /// Stops the keep-alive thread and revokes the lease (its keys go too).
+  ~EtcdStore() override;
+
+  Result<std::string> get(const std::string& key) override;
+  Status put(const std::string& key, const std::string& value, bool leased) override;
+  Status remove(const std::string& key) override;
+  std::string url() const override { return conn_; }
+
+  /// The lease of leased keys, 0 before the first leased put.
+  int64_t lease_id() const;
+
+ private:
+  EtcdStore(std::string conn, std::vector<std::string> endpoints, const StoreOptions& options)
+      : conn_(std::move(conn)), endpoints_(std::move(endpoints)), options_(options) {}
+
+  // POSTs `request` to `path`, trying each endpoint from the last good one,
+  // all within options_.timeout. On failure the error names every endpoint
+  // tried and why; it is logged and kept unless `quiet`.
+  Status call(const std::string& path, const Json::Value& request, Json::Value* response,
+              bool quiet = false);
+  Status put_raw(const std::string& key, const std::string& value, int64_t lease);
+  // Grants the lease when there is none yet; starts the keep-alive thread.
+  Status ensure_lease(int64_t* id);
+  Status grant(int64_t* id, int64_t* ttl);
+  void keepalive_loop();
+  // One keep-alive; re-grants and re-puts the leased keys when etcd lost it.
+  void keepalive_once();
+
+  const std::string conn_;
+  const std::vector<std::string> endpoints_;  // "host:port"
+  const StoreOptions options_;
+  std::atomic<size_t> current_{0};  // the endpoint that answered last
+
+  mutable std::mutex lease_lock_;  // guards everything below
+  std::condition_variable lease_cv_;
+  int64_t lease_id_ = 0;
+  int64_t lease_ttl_ = 0;                       // seconds, as granted
+  std::map<std::string, std::string> leased_;   // re-put after a lost lease
+  bool stopping_ = false;
+  bool keepalive_failing_ = false;              // logged once per outage
+  std::thread keepalive_;
+};
+
+}  // namespace mc::metadata::etcd

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: Apache-2.0
+// The redis metadata backend (module libmc_metadata_redis.so): GET, SET and
+// DEL through hiredis on one connection per store, AUTH and SELECT from the
+// URL or MC_REDIS_PASSWORD / MC_REDIS_DB_INDEX, every call bounded by
+// MC_METADATA_TIMEOUT.
+#include <hiredis/hiredis.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ucp/metadata/module.h"
+#include "ucp/metadata/store_base.h"
+#include "ucs/config/parser.h"
+#include "ucs/config/registry.h"
+#include "ucs/config/table.h"
+
+namespace mc::metadata::redis {
+
+namespace {
+
+namespace cfg = ucs::config;
+
+struct RedisConfig {
+  std::string password;  ///< MC_REDIS_PASSWORD
+  uint64_t db_index = 0;  ///< MC_REDIS_DB_INDEX
+};
+
+const cfg::Table& redis_config_table() {
+  static const cfg::Table table(
+      "redis metadata backend", "REDIS_",
+      {cfg::field("PASSWORD", "",
+                  "Password of the Redis metadata server (AUTH), when the connection string "
+                  "carries none; empty: no AUTH.",
+                  &RedisConfig::password, cfg::string_parser()),
+       cfg::field("DB_INDEX", "0",
+                  "Redis database (SELECT) of the metadata keys, when the connection string "
+                  "carries none.",
+                  &RedisConfig::db_index, cfg::uint_parser(0, 1u << 20))});
+  return table;
+}
+
+// redis://[[user]:password@]host[:port][/db]
+struct RedisUrl {
+  std::string user, password, host;
+  int port = 6379;
+  bool has_password = false;
+  bool has_db = false;
+  uint64_t db = 0;
+  std::string shown;  // without the password
+};
+
+bool decode_percent(std::string_view in, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out->push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size()) return false;
+    const std::string hex(in.substr(i + 1, 2));
+    char* end = nullptr;
+    const long v = std::strtol(hex.c_str(), &end, 16);
+    if (end != hex.c_str() + 2) return false;
+    out->push_back(static_cast<char>(v));
+    i += 2;
+  }
+  return true;
+}
+
+bool parse_number(std::string_view s, uint64_t max, uint64_t* out) {
+  if (s.empty() || s.size() > 10) return false;
+  uint64_t v = 0;
+  for (const char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v > max) return false;
+  *out = v;
+  return true;
+}
+
+Result<RedisUrl> parse_url(const std::string& conn, std::string* error) {
+  std::string_view rest = cfg::trim(conn);
+  auto bad = [&](const std::string& why) {
+    *error = "\"" + conn + "\": " + why + " (expected redis://[:password@]host[:port][/db])";
+    return Status::InvalidParam;
+  };
+  if (cfg::to_lower(rest.substr(0, 8)) != "redis://") return bad("not a redis:// URL");
+  rest.remove_prefix(8);
+  RedisUrl url;
+  const size_t at = rest.rfind('@');
+  if (at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    rest.remove_prefix(at + 1);
+    const size_t colon = userinfo.find(':');
+    if (!decode_percent(userinfo.substr(0, colon), &url.user)) return bad("bad user");
+    if (colon != std::string_view::npos &&
+        !decode_percent(userinfo.substr(colon + 1), &url.password)) {
+      return bad("bad percent-escape in the password");
+    }
+    url.has_password = colon != std::string_view::npos;
+  }
+  const size_t slash = rest.find('/');
+  std::string_view hostport = rest.substr(0, slash);
+  if (slash != std::string_view::npos && slash + 1 < rest.size()) {
+    if (!parse_number(rest.substr(slash + 1), 1u << 20, &url.db)) return bad("bad database index");
+    url.has_db = true;
+  }
+  const size_t colon = hostport.rfind(':');
+  if (colon != std::string_view::npos) {
+    uint64_t port = 0;
+    if (!parse_number(hostport.substr(colon + 1), 65535, &port) || port == 0) {
+      return bad("bad port");
+    }
+    url.port = static_cast<int>(port);
+    hostport = hostport.substr(0, colon);
+  }
+  if (hostport.empty()) return bad("no host");
+  url.host = std::string(hostport);
+  url.shown = "redis://" + url.host + ":" + std::to_string(url.port) +
+              (url.has_db ? "/" + std::to_string(url.db) : "");
+  return url;
+}
+
+using ContextPtr = std::unique_ptr<redisContext, void (*)(redisContext*)>;
+using ReplyPtr = std::unique_ptr<redisReply, void (*)(void*)>;
+
+std::string lower_first(std::string s) {
+  if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') s[0] = static_cast<char>(s[0] - 'A' + 'a');
+  return s;
+}
+
+class RedisStore final : public StoreBase {
+ public:
+  RedisStore(RedisUrl url, std::string password, uint64_t db, const StoreOptions& options)
+      : url_(std::move(url)), password_(std::move(password)), db_(db), options_(options) {}
+
+  // Connects, authenticates, selects the database and PINGs: a server that
+  // wants a password it did not get refuses here, not at the first GET.
+  Status connect() {
+    std::lock_guard<std::mutex> guard(lock_);
+    ReplyPtr reply(nullptr, freeReplyObject);
+    return command({"PING"}, &reply);
+  }
+
+  Result<std::string> get(const std::string& key) override {
+    std::lock_guard<std::mutex> guard(lock_);
+    ReplyPtr reply(nullptr, freeReplyObject);
+    MC_RETURN_IF_ERROR(command({"GET", key}, &reply));
+    if (reply->type == REDIS_REPLY_NIL) return Status::NoElem;
+    if (reply->type != REDIS_REPLY_STRING) return unexpected("GET", key, reply.get());
+    return std::string(reply->str, reply->len);
+  }
+
+  Status put(const std::string& key, const std::string& value, bool leased) override {
+    (void)leased;  // no leases in this backend
+    std::lock_guard<std::mutex> guard(lock_);
+    ReplyPtr reply(nullptr, freeReplyObject);
+    MC_RETURN_IF_ERROR(command({"SET", key, value}, &reply));
+    if (reply->type != REDIS_REPLY_STATUS) return unexpected("SET", key, reply.get());
+    return Status::Ok;
+  }
+
+  Status remove(const std::string& key) override {
+    std::lock_guard<std::mutex> guard(lock_);
+    ReplyPtr reply(nullptr, freeReplyObject);
+    MC_RETURN_IF_ERROR(command({"DEL", key}, &reply));
+    if (reply->type != REDIS_REPLY_INTEGER) return unexpected("DEL", key, reply.get());
+    return Status::Ok;
+  }
+
+  std::string url() const override { return url_.shown; }
+
+ private:
+  timeval timeout() const {
+    const auto ms = options_.timeout.count() > 0 ? options_.timeout.count() : 1;
+    return timeval{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
+  }
+
+  Status io_error(const redisContext* c) {
+    const std::string text = lower_first(c->errstr);
+    const bool timed_out = text.find("timed out") != std::string::npos ||
+                           text.find("temporarily unavailable") != std::string::npos;
+    return fail(timed_out ? Status::Timeout : Status::IoError,
+                url_.shown + ": " +
+                    (timed_out ? "no answer within " + std::to_string(options_.timeout.count()) +
+                                     " ms (" + text + ")"
+                               : text));
+  }
+
+  Status unexpected(const char* cmd, const std::string& key, const redisReply* r) {
+    const std::string what = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
+                                                          : "reply of type " + std::to_string(r->type);
+    return fail(Status::IoError, url_.shown + ": " + cmd + " key \"" + key + "\": " + what);
+  }
+
+  // One command on the current connection; no reconnect.
+  Status raw(const std::vector<std::string>& args, ReplyPtr* reply) {
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (const std::string& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    reply->reset(static_cast<redisReply*>(
+        redisCommandArgv(ctx_.get(), static_cast<int>(args.size()), argv.data(), lens.data())));
+    if (!*reply) {
+      const Status s = io_error(ctx_.get());
+      ctx_.reset();
+      return s;
+    }
+    return Status::Ok;
+  }
+
+  Status connect_locked() {
+    ContextPtr c(redisConnectWithTimeout(url_.host.c_str(), url_.port, timeout()), redisFree);
+    if (!c) return fail(Status::NoMemory, url_.shown + ": cannot allocate a redis context");
+    if (c->err) return io_error(c.get());
+    redisSetTimeout(c.get(), timeout());
+    ctx_ = std::move(c);
+    ReplyPtr reply(nullptr, freeReplyObject);
+    if (!password_.empty()) {
+      std::vector<std::string> args = {"AUTH"};
+      if (!url_.user.empty()) args.push_back(url_.user);
+      args.push_back(password_);
+      MC_RETURN_IF_ERROR(raw(args, &reply));
+      if (reply->type == REDIS_REPLY_ERROR) {
+        const std::string why(reply->str, reply->len);
+        ctx_.reset();
+        return fail(Status::Rejected, url_.shown + ": AUTH failed: " + why);
+      }
+    }
+    if (db_ != 0) {
+      MC_RETURN_IF_ERROR(raw({"SELECT", std::to_string(db_)}, &reply));
+      if (reply->type == REDIS_REPLY_ERROR) {
+        const std::string why(reply->str, reply->len);
+        ctx_.reset();
+        return fail(Status::Rejected, url_.shown + ": SELECT " + std::to_string(db_) +
+                                          " failed: " + why);
+      }
+    }
+    return Status::Ok;
+  }
+
+  // A command; a connection lost since the last call (server restarted) is
+  // re-established once. A NOAUTH error is a refusal, not a value.
+  Status command(const std::vector<std::string>& args, ReplyPtr* reply) {
+    const bool reused = ctx_ != nullptr;
+    if (!ctx_) MC_RETURN_IF_ERROR(connect_locked());
+    Status s = raw(args, reply);
+    if (s == Status::IoError && reused) {
+      MC_RETURN_IF_ERROR(connect_locked());
+      s = raw(args, reply);
+    }
+    MC_RETURN_IF_ERROR(s);
+    if ((*reply)->type == REDIS_REPLY_ERROR) {
+      return fail(Status::Rejected, url_.shown + ": " + args[0] + ": " +
+                                        std::string((*reply)->str, (*reply)->len));
+    }
+    return Status::Ok;
+  }
+
+ private:
+  const RedisUrl url_;
+  const std::string password_;
+  const uint64_t db_;
+  const StoreOptions options_;
+  std::mutex lock_;  // guards ctx_: hiredis contexts are not thread-safe
+  ContextPtr ctx_{nullptr, redisFree};
+};
+
+class RedisFactory final : public StoreFactory {
+ public:
+  const char* name() const override { return "redis"; }
+  bool accepts(const std::string& conn) const override { return backend_of(conn) == "redis"; }
+  void register_config(cfg::Registry& registry) override {
+    registry.add<RedisConfig>(redis_config_table());
+  }
+  Result<std::unique_ptr<Store>> open(const std::string& conn, const StoreOptions& options,
+                                      std::string* error) override {
+    std::string why;
+    Result<RedisUrl> url = parse_url(conn, &why);
+    Result<RedisConfig> config =
+        url.ok() ? cfg::read_table<RedisConfig>(redis_config_table(), &why) : url.status();
+    if (!config.ok()) {
+      MC_LOG(error) << "metadata: " << why;
+      if (error) *error = why;
+      return config.status();
+    }
+    auto store = std::make_unique<RedisStore>(
+        *url, url->has_password ? url->password : config->password,
+        url->has_db ? url->db : config->db_index, options);
+    const Status s = store->connect();
+    if (is_error(s)) {
+      if (error) *error = store->last_error();
+      return s;
+    }
+    return std::unique_ptr<Store>(std::move(store));
+  }
+};
+
+}  // namespace
+
+}  // namespace mc::metadata::redis
+
+MC_METADATA_MODULE_DEFINE("redis", "1.0", ::mc::metadata::redis::RedisFactory)

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// Backend-specific behaviour against the real servers: etcd leases (a killed
+// writer's keys expire, a live one's do not), etcd endpoint failover, redis
+// passwords and database indexes from the URL and from the knobs.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/services.h"
+#include "ucp/metadata/store.h"
+
+namespace mc::metadata {
+namespace {
+
+using test::Service;
+using test::Services;
+
+StoreOptions options_with_ttl(int ttl_s) {
+  StoreOptions o;
+  o.timeout = std::chrono::milliseconds(2000);
+  o.lease_ttl = std::chrono::seconds(ttl_s);
+  return o;
+}
+
+std::unique_ptr<Store> open_ok(const std::string& conn, const StoreOptions& options) {
+  std::string error;
+  Result<std::unique_ptr<Store>> store = open_store(conn, options, &error);
+  EXPECT_TRUE(store.ok()) << conn << ": " << error;
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
+// Polls until `key` is absent; false when it is still there after `bound`
+// (a safety bound, far above the lease TTL, not a speed check).
+bool wait_absent(Store& store, const std::string& key, std::chrono::seconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (store.get(key).status() == Status::NoElem) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+// Restores an environment variable at the end of a test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+TEST(MetadataEtcd, LeasedKeysOfAKilledWriterExpire) {
+  Services services;
+  const std::string conn = services.start_etcd();
+  ASSERT_FALSE(conn.empty());
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The writer: puts a leased key and a plain one, says so, and waits to die.
+    close(ready[0]);
+    std::string error;
+    auto store = open_store(conn, options_with_ttl(2), &error);
+    char ok = store.ok() && (*store)->put("mooncake/ram/crashed", "v", true) == Status::Ok &&
+                      (*store)->put("mooncake/ram/plain", "p", false) == Status::Ok
+                  ? 1
+                  : 0;
+    if (write(ready[1], &ok, 1) != 1) _exit(1);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  char ok = 0;
+  ASSERT_EQ(read(ready[0], &ok, 1), 1);
+  close(ready[0]);
+  ASSERT_EQ(ok, 1) << "the writer could not put its keys";
+  auto store = open_ok(conn, options_with_ttl(2));
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->get("mooncake/ram/crashed").value_or(""), "v");
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_TRUE(wait_absent(*store, "mooncake/ram/crashed", std::chrono::seconds(30)));
+  EXPECT_EQ(store->get("mooncake/ram/plain").value_or(""), "p");  // not leased: stays
+}
+
+TEST(MetadataEtcd, LiveLeaseOutlivesItsTtlAndGoesWithTheStore) {
+  Services services;
+  const std::string conn = services.start_etcd();
+  ASSERT_FALSE(conn.empty());
+  auto reader = open_ok(conn, options_with_ttl(2));
+  auto writer = open_ok(conn, options_with_ttl(2));
+  ASSERT_TRUE(reader && writer);
+  ASSERT_EQ(writer->put("mooncake/ram/alive", "v", true), Status::Ok);
+  // Three TTLs later the keep-alive thread has kept it.
+  std::this_thread::sleep_for(std::chrono::seconds(6));
+  EXPECT_EQ(reader->get("mooncake/ram/alive").value_or(""), "v");
+  writer.reset();  // revokes the lease
+  EXPECT_EQ(reader->get("mooncake/ram/alive").status(), Status::NoElem);
+}
+
+TEST(MetadataEtcd, FailsOverToTheNextEndpointAndAcceptsBareHostPort) {
+  Services services;
+  ASSERT_FALSE(services.start_etcd().empty());
+  const std::string live = "127.0.0.1:" + std::to_string(services.port(Service::Etcd));
+  const std::string dead = "127.0.0.1:1";
+  auto store = open_ok("etcd://" + dead + "," + live, options_with_ttl(2));
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->put("k", "v"), Status::Ok);
+  auto bare = open_ok(live, options_with_ttl(2));
+  ASSERT_NE(bare, nullptr);
+  EXPECT_EQ(bare->get("k").value_or(""), "v");
+  // Both dead: the error names each endpoint and its cause.
+  std::string error;
+  EXPECT_EQ(open_store("etcd://" + dead + ",127.0.0.1:2", options_with_ttl(2), &error).status(),
+            Status::IoError);
+  EXPECT_NE(error.find("no endpoint answered: etcd://127.0.0.1:1: connection refused"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("etcd://127.0.0.1:2: connection refused"), std::string::npos) << error;
+}
+
+TEST(MetadataRedis, PasswordFromUrlOrKnob) {
+  Services services;
+  const std::string conn = services.start_redis("s3cr:et");
+  ASSERT_FALSE(conn.empty());
+  const std::string hostport = conn.substr(std::string("redis://").size());
+  std::string error;
+  EXPECT_EQ(open_store(conn, options_with_ttl(0), &error).status(), Status::Rejected);
+  EXPECT_NE(error.find("NOAUTH"), std::string::npos) << error;
+  EXPECT_EQ(open_store("redis://:wrong@" + hostport, options_with_ttl(0), &error).status(),
+            Status::Rejected);
+  EXPECT_NE(error.find("AUTH failed"), std::string::npos) << error;
+  EXPECT_EQ(error.find("wrong"), std::string::npos) << "the password leaked: " << error;
+  auto store = open_ok("redis://:s3cr%3Aet@" + hostport, options_with_ttl(0));
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->url(), conn);  // shown without the password
+  ASSERT_EQ(store->put("k", "v"), Status::Ok);
+  ScopedEnv password("MC_REDIS_PASSWORD", "s3cr:et");
+  auto by_knob = open_ok(conn, options_with_ttl(0));
+  ASSERT_NE(by_knob, nullptr);
+  EXPECT_EQ(by_knob->get("k").value_or(""), "v");
+}
+
+TEST(MetadataRedis, DatabaseIndexFromUrlOrKnob) {
+  Services services;
+  const std::string conn = services.start_redis();
+  ASSERT_FALSE(conn.empty());
+  auto db1 = open_ok(conn + "/1", options_with_ttl(0));
+  auto db2 = open_ok(conn + "/2", options_with_ttl(0));
+  auto db0 = open_ok(conn, options_with_ttl(0));
+  ASSERT_TRUE(db1 && db2 && db0);
+  ASSERT_EQ(db1->put("k", "one"), Status::Ok);
+  EXPECT_EQ(db2->get("k").status(), Status::NoElem);
+  EXPECT_EQ(db0->get("k").status(), Status::NoElem);
+  EXPECT_EQ(db1->get("k").value_or(""), "one");
+  {
+    ScopedEnv index("MC_REDIS_DB_INDEX", "1");
+    auto by_knob = open_ok(conn, options_with_ttl(0));
+    ASSERT_NE(by_knob, nullptr);
+    EXPECT_EQ(by_knob->get("k").value_or(""), "one");
+  }
+  std::string error;
+  {
+    ScopedEnv index("MC_REDIS_DB_INDEX", "many");
+    EXPECT_EQ(open_store(conn, options_with_ttl(0), &error).status(), Status::InvalidParam);
+    EXPECT_NE(error.find("MC_REDIS_DB_INDEX"), std::string::npos) << error;
+  }
+  EXPECT_EQ(open_store(conn + "/x", options_with_ttl(0), &error).status(), Status::InvalidParam);
+  EXPECT_NE(error.find("bad database index"), std::string::npos) << error;
+  EXPECT_EQ(open_store(conn + "/99999", options_with_ttl(0), &error).status(), Status::Rejected);
+  EXPECT_NE(error.find("SELECT 99999 failed"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace mc::metadata
