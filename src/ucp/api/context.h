@@ -12,6 +12,7 @@
 #include "ucp/api/config.h"
 #include "ucs/config/sources.h"
 #include "ucs/status/status.h"
+#include "ucs/topo/topo.h"
 #include "uct/api/component.h"
 #include "uct/api/md.h"
 
@@ -68,6 +69,11 @@ class Context {
   const std::vector<MdEntry>& mds() const { return mds_; }
   /// Every resource, kept or filtered.
   const std::vector<ResourceInfo>& resources() const { return resources_; }
+  /// The machine's topology (MC_TOPO_SYSFS_ROOT); null when it could not be read.
+  const ucs::Topology* topology() const { return topology_ ? &*topology_ : nullptr; }
+  /// NUMA node of device `dev_name`: the transport's answer, else the
+  /// topology's; -1 when neither knows.
+  int numa_node_of(const uct::TlResource& tl) const;
   /// Writes one line per resource: name, md, device type, kept or why not.
   void print(std::ostream& os) const;
 
@@ -80,6 +86,7 @@ class Context {
   ucs::config::Sources sources_;
   std::vector<MdEntry> mds_;
   std::vector<ResourceInfo> resources_;
+  std::optional<ucs::Topology> topology_;
 };
 
 }  // namespace mc::ucp

@@ -39,8 +39,8 @@ class Endpoint {
   /// Writes `length` bytes from `buffer` to `remote_addr` in the peer's
   /// memory described by `rkey`. The request completes when `buffer` may be
   /// reused; remote completion needs flush(). InvalidParam when the range is
-  /// outside the rkey's registration, Unsupported when no lane can put,
-  /// Canceled after close().
+  /// outside the rkey's registration, Unsupported when no lane can put (or
+  /// none can access RequestParams::mem_type memory), Canceled after close().
   Result<std::shared_ptr<Request>> put_nbx(const void* buffer, size_t length, uint64_t remote_addr,
                                            const Rkey& rkey, const RequestParams& params = {});
   /// Reads `length` bytes at `remote_addr` into `buffer`; the request
@@ -89,6 +89,8 @@ class Endpoint {
                                        uint64_t remote_addr, const Rkey& rkey,
                                        const RequestParams& params);
   std::vector<size_t> lanes_for(proto::Op op, const proto::ProtoRange& range) const;
+  /// Logs why no protocol moves `op` for memory `mem`; Unsupported.
+  Status no_protocol(proto::Op op, uct::MemType mem) const;
   /// Rendezvous (core/worker_rndv.cc); Unsupported when the request to send
   /// does not fit the lane (the caller sends eagerly instead).
   Result<std::shared_ptr<Request>> rndv_send(uint16_t id, const void* buffer, size_t length,

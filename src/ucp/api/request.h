@@ -11,6 +11,7 @@
 
 #include "ucs/config/parser.h"
 #include "ucs/status/status.h"
+#include "uct/api/types.h"
 
 namespace mc::ucp {
 
@@ -35,6 +36,9 @@ struct RequestParams {
   const MemHandle* memh = nullptr;
   /// Overrides MC_TRANSFER_TIMEOUT for this request; Duration::max(): none.
   std::optional<ucs::config::Duration> timeout;
+  /// Memory type of the local buffer: it selects the protocol table; an
+  /// operation on memory no lane can access fails with Unsupported.
+  uct::MemType mem_type = uct::MemType::Host;
 };
 
 namespace proto {

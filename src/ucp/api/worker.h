@@ -45,6 +45,10 @@ struct WorkerIface {
 struct WorkerParams {
   /// Overrides MC_THREAD_MODE for this worker.
   std::optional<ThreadMode> thread_mode;
+  /// NUMA node of the memory this worker's endpoints move, for the choice
+  /// of rails; default: the node of the CPU that creates the worker (from
+  /// the topology), -1 when unknown.
+  std::optional<int> numa_node;
 };
 
 /// Thread safety, by thread mode (WorkerParams, MC_THREAD_MODE):
@@ -86,6 +90,8 @@ class Worker {
   /// Returns the number of events handled.
   unsigned progress();
 
+  /// NUMA node the rails of new endpoints are chosen near; -1: no preference.
+  int numa_node() const { return numa_node_; }
   /// The thread mode in force.
   ThreadMode thread_mode() const { return multi_ ? ThreadMode::Multi : ThreadMode::Single; }
   /// Blocking progress: an epoll fd that becomes readable when an iface with
@@ -182,6 +188,7 @@ class Worker {
   // Threads and blocking progress.
   mutable std::recursive_mutex mutex_;  ///< multi mode: taken by every public method
   bool multi_ = false;
+  int numa_node_ = -1;
   int epfd_ = -1;                ///< event_fd()
   int wakefd_ = -1;              ///< eventfd of signal(), in epfd_
   std::vector<size_t> armable_;  ///< ifaces_ indices with an event fd

@@ -30,6 +30,14 @@ Result<std::unique_ptr<Context>> Context::create(const ContextParams& params) {
   for (uct::Component* component : uct::load_components()) {
     for (const std::string& md_name : component->md_names()) ctx->add_md(component, md_name);
   }
+  // The topology ranks rails by NUMA node; without it there is no preference.
+  Result<ucs::Topology> topo = ucs::Topology::discover(ctx->sources_);
+  if (topo.ok()) {
+    ctx->topology_ = std::move(*topo);
+  } else {
+    MC_LOG(warn) << "ucp: topology unknown (" << ucs::status_string(topo.status())
+                 << "): rails are chosen without NUMA preference";
+  }
   // Every table of this process is registered now (UCS, the loaded
   // transports, UCP): an MC_* setting none of them declares is a typo.
   ucs::config::Registry::instance().warn_unknown(ctx->sources_);
@@ -85,6 +93,12 @@ void Context::print(std::ostream& os) const {
        << uct::device_type_name(r.tl.dev_type)
        << "): " << (r.enabled ? std::string("used") : r.reason) << "\n";
   }
+}
+
+int Context::numa_node_of(const uct::TlResource& tl) const {
+  if (tl.numa_node >= 0 || !topology_) return tl.numa_node;
+  const ucs::TopoDevice* dev = topology_->find(tl.dev_name);
+  return dev ? dev->numa_node : -1;
 }
 
 }  // namespace mc::ucp

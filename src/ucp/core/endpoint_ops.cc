@@ -38,6 +38,17 @@ size_t rma_fragment(proto::Op op, ProtoKind kind, const std::vector<proto::LaneR
 
 }  // namespace
 
+Status Endpoint::no_protocol(proto::Op op, uct::MemType mem) const {
+  if (mem != uct::MemType::Host && !protocols_->table(op, false).ranges().empty()) {
+    MC_LOG(error) << "ucp: cannot " << proto::op_name(op) << " " << uct::mem_type_name(mem)
+                  << " memory to " << peer_.hostname
+                  << ": memory type unsupported: no lane of the endpoint can access it";
+  } else {
+    MC_LOG(error) << "ucp: no lane to " << peer_.hostname << " can " << proto::op_name(op);
+  }
+  return Status::Unsupported;
+}
+
 std::vector<size_t> Endpoint::lanes_for(proto::Op op, const proto::ProtoRange& range) const {
   std::vector<size_t> lanes = range.lanes;
   if (range.kind == ProtoKind::MultiZcopy) return lanes;
@@ -62,11 +73,9 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
     return Status::InvalidParam;
   }
   const bool registered = params.memh && params.memh->contains(buffer, length);
-  const proto::ProtoRange* range = protocols_->table(op, registered).lookup(length);
-  if (!range) {
-    MC_LOG(error) << "ucp: no lane to " << peer_.hostname << " can " << name;
-    return Status::Unsupported;
-  }
+  const proto::ProtoRange* range =
+      protocols_->table(op, registered, params.mem_type).lookup(length);
+  if (!range) return no_protocol(op, params.mem_type);
   const ContextConfig& cfg = worker_->context().config();
   proto::RmaParams p;
   p.op = op;
@@ -109,11 +118,9 @@ Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* 
   std::unique_lock guard = worker_->lock();
   if (closed_) return Status::Canceled;
   const bool registered = params.memh && params.memh->contains(buffer, length);
-  const proto::ProtoRange* range = protocols_->table(proto::Op::Am, registered).lookup(length);
-  if (!range) {
-    MC_LOG(error) << "ucp: no lane to " << peer_.hostname << " carries active messages";
-    return Status::Unsupported;
-  }
+  const proto::ProtoRange* range =
+      protocols_->table(proto::Op::Am, registered, params.mem_type).lookup(length);
+  if (!range) return no_protocol(proto::Op::Am, params.mem_type);
   proto::ProtoRange eager;
   if (range->kind == ProtoKind::Rndv) {
     Result<std::shared_ptr<Request>> r = rndv_send(id, buffer, length, params, range->lanes[0]);

@@ -2,6 +2,7 @@
 // Worker: ifaces, address, progress and requests.
 #include "ucp/api/worker.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +39,11 @@ Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
 Result<std::unique_ptr<Worker>> Worker::create(Context& context, const WorkerParams& params) {
   std::unique_ptr<Worker> w(new Worker(&context));
   w->multi_ = params.thread_mode.value_or(context.config().thread_mode) == ThreadMode::Multi;
+  if (params.numa_node) {
+    w->numa_node_ = *params.numa_node;
+  } else if (context.topology() != nullptr && sched_getcpu() >= 0) {
+    w->numa_node_ = context.topology()->numa_node_of_cpu(sched_getcpu());
+  }
   MC_ASSIGN_OR_RETURN(w->async_, ucs::EventLoop::create());
   MC_RETURN_IF_ERROR(w->async_->start());
   MC_RETURN_IF_ERROR(w->open_ifaces());
@@ -71,6 +77,7 @@ Status Worker::open_ifaces() {
     const MdEntry& md = context_->mds()[r.md_index];
     wireup::LocalResource local{r.tl.tl_name, r.tl.dev_name,    md.name,   r.tl.dev_type,
                                 {},           md.attr.reg_cost, r.enabled, r.reason};
+    local.numa_node = context_->numa_node_of(r.tl);
     if (r.enabled) {
       uct::IfaceParams params;
       params.tl_name = r.tl.tl_name;

@@ -21,6 +21,7 @@ Result<std::unique_ptr<Endpoint>> Worker::ep_create(std::span<const uint8_t> add
   wireup::LaneSelectParams params;
   params.max_rma_rails = cfg.max_rma_rails;
   params.max_eager_rails = cfg.max_eager_rails;
+  params.mem_numa_node = numa_node_;
   const std::vector<wireup::AddressEntry>& remote = peer->ifaces;
   auto reachable = [this, &remote](size_t li, size_t ri, std::string* reason) {
     const int k = iface_of(li);

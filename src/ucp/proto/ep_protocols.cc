@@ -52,15 +52,39 @@ LanePerf perf_of(Op op, const wireup::LaneSelection& sel,
   return lane_perf(op, c, local[c.local], lane);
 }
 
-ProtoTable build_table(Op op, bool registered, const wireup::LaneSelection& sel,
+bool can_access(const wireup::LaneSelection& sel, const std::vector<wireup::LocalResource>& local,
+                size_t lane, uct::MemType mem) {
+  return (local[sel.candidate_of(lane).local].attr.access_mem_types & uct::mem_type_bit(mem)) != 0;
+}
+
+// The lane of single-lane protocols: the AM lane, or the best RMA lane; for
+// memory it cannot access, the first other lane (RMA lanes, then rails) that
+// can. -1: none.
+int single_lane(Op op, const wireup::LaneSelection& sel,
+                const std::vector<wireup::LocalResource>& local, uct::MemType mem) {
+  const int first =
+      op == Op::Am ? sel.am_lane : (sel.rma_lanes.empty() ? -1 : int(sel.rma_lanes[0]));
+  if (first < 0 || can_access(sel, local, static_cast<size_t>(first), mem)) return first;
+  if (op == Op::Am) return -1;  // active messages stay on their lane
+  for (const std::vector<size_t>* v : {&sel.rma_lanes, &sel.rma_bw_lanes}) {
+    for (size_t lane : *v) {
+      if (can_access(sel, local, lane, mem)) return static_cast<int>(lane);
+    }
+  }
+  return -1;
+}
+
+ProtoTable build_table(Op op, bool registered, uct::MemType mem, const wireup::LaneSelection& sel,
                        const std::vector<wireup::LocalResource>& local,
                        const EpProtoParams& params) {
   const bool am = op == Op::Am;
-  const int single = am ? sel.am_lane : (sel.rma_lanes.empty() ? -1 : int(sel.rma_lanes[0]));
+  const int single = single_lane(op, sel, local, mem);
   if (single < 0) return ProtoTable(op, {});
   auto perf = [&](size_t lane) {
     const wireup::Candidate& c = sel.candidate_of(lane);
-    return lane_perf(op, c, local[c.local], lane);
+    LanePerf p = lane_perf(op, c, local[c.local], lane);
+    if (!can_access(sel, local, lane, mem)) p.has_short = p.has_bcopy = p.has_zcopy = false;
+    return p;
   };
   ProtoSelectParams p;
   p.op = op;
@@ -78,7 +102,7 @@ ProtoTable build_table(Op op, bool registered, const wireup::LaneSelection& sel,
   p.registered = registered;
   p.bcopy_thresh = params.bcopy_thresh;
   p.zcopy_thresh = params.zcopy_thresh;
-  if (am && !sel.rma_lanes.empty()) {
+  if (am && !sel.rma_lanes.empty() && can_access(sel, local, sel.rma_lanes[0], mem)) {
     // The receiver's get, modelled by ours over the same pair of resources:
     // the bandwidth of every rail when it has several.
     LanePerf g = perf_of(Op::Get, sel, local, sel.rma_lanes[0]);
@@ -101,12 +125,21 @@ EpProtocols EpProtocols::build(const wireup::LaneSelection& sel,
                                const EpProtoParams& params) {
   EpProtocols e;
   for (Op op : {Op::Put, Op::Get, Op::Am}) {
-    for (bool registered : {false, true}) {
-      e.tables_[static_cast<size_t>(op)][registered ? 1 : 0] =
-          build_table(op, registered, sel, local, params);
+    for (size_t m = 0; m < kProtoMemTypes; ++m) {
+      for (bool registered : {false, true}) {
+        e.tables_[static_cast<size_t>(op)][m][registered ? 1 : 0] =
+            build_table(op, registered, static_cast<uct::MemType>(m), sel, local, params);
+      }
     }
   }
   return e;
+}
+
+const ProtoTable& EpProtocols::table(Op op, bool registered, uct::MemType mem) const {
+  static const ProtoTable kNone;
+  const auto m = static_cast<size_t>(mem);
+  if (m >= kProtoMemTypes) return kNone;
+  return tables_[static_cast<size_t>(op)][m][registered ? 1 : 0];
 }
 
 void EpProtocols::print(std::ostream& os) const {
@@ -117,6 +150,18 @@ void EpProtocols::print(std::ostream& os) const {
       if (t.ranges().empty()) os << "  " << op_name(op) << ": no protocol (no lane)\n";
       t.print(os);
     }
+  }
+  for (size_t m = 1; m < kProtoMemTypes; ++m) {
+    const auto mem = static_cast<uct::MemType>(m);
+    bool any = false;
+    for (Op op : {Op::Put, Op::Get, Op::Am}) any = any || !table(op, true, mem).ranges().empty();
+    if (!any) {
+      os << " " << uct::mem_type_name(mem)
+         << " memory: unsupported (memory type: no lane can access it)\n";
+      continue;
+    }
+    os << " with a registered " << uct::mem_type_name(mem) << " buffer:\n";
+    for (Op op : {Op::Put, Op::Get, Op::Am}) table(op, true, mem).print(os);
   }
 }
 

@@ -21,15 +21,21 @@ struct EpProtoParams {
   double copy_bandwidth = 8e9;
 };
 
-/// The tables of put, get and am, each for an unregistered and a registered
-/// user buffer. Immutable once built; shared by endpoints of one config.
+/// Memory types with tables of their own: host, and cuda / cuda-managed
+/// (empty until a lane can access GPU memory).
+inline constexpr size_t kProtoMemTypes = 3;
+
+/// The tables of put, get and am, for each memory type of the local buffer,
+/// each for an unregistered and a registered user buffer. A table is empty
+/// when no lane can move that memory (the lanes' access_mem_types). Immutable
+/// once built; shared by endpoints of one config.
 class EpProtocols {
  public:
-  /// The table of `op` for a buffer that is (or is not) registered.
-  const ProtoTable& table(Op op, bool registered) const {
-    return tables_[static_cast<size_t>(op)][registered ? 1 : 0];
-  }
-  /// Every table, unregistered then registered buffers.
+  /// The table of `op` for a buffer of memory type `mem` that is (or is not)
+  /// registered; an empty table for a memory type no lane can access.
+  const ProtoTable& table(Op op, bool registered, uct::MemType mem = uct::MemType::Host) const;
+  /// Every host table, unregistered then registered buffers, then the other
+  /// memory types' tables, or why they are empty.
   void print(std::ostream& os) const;
 
   /// Builds the tables from a lane selection over `local` resources. Pure.
@@ -38,7 +44,7 @@ class EpProtocols {
                            const EpProtoParams& params);
 
  private:
-  ProtoTable tables_[3][2];
+  ProtoTable tables_[3][kProtoMemTypes][2];  ///< op, memory type, registered
 };
 
 /// The figures of endpoint lane `lane` (candidate `c` over resource `l`) for

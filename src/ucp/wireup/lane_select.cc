@@ -172,11 +172,22 @@ bool mem_ok(const LocalResource& l, const LaneSelectParams& p) {
   return (l.attr.access_mem_types & uct::mem_type_bit(p.mem_type)) != 0;
 }
 
-// Bandwidth rails: fastest first, distinct local devices, at most `max`.
+// Whether the candidate's device is on the memory's NUMA node (true when
+// either is unknown: no preference then).
+bool near_memory(const Candidate& c, const std::vector<LocalResource>& local, int mem_node) {
+  const int node = local[c.local].numa_node;
+  return mem_node < 0 || node < 0 || node == mem_node;
+}
+
+// Bandwidth rails: devices near the memory first, then fastest first,
+// distinct local devices, at most `max`.
 std::vector<size_t> pick_rails(LaneSelection* sel, const std::vector<LocalResource>& local,
-                               std::vector<size_t> idx, size_t max, const char* role) {
+                               std::vector<size_t> idx, size_t max, const char* role,
+                               int mem_node) {
   std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
     const Candidate &ca = sel->candidates[a], &cb = sel->candidates[b];
+    const bool na = near_memory(ca, local, mem_node), nb = near_memory(cb, local, mem_node);
+    if (na != nb) return na;
     if (ca.bandwidth != cb.bandwidth) return ca.bandwidth > cb.bandwidth;
     if (ca.rma_time != cb.rma_time) return ca.rma_time < cb.rma_time;
     return ca.local < cb.local;
@@ -211,8 +222,12 @@ std::vector<size_t> pick_rails(LaneSelection* sel, const std::vector<LocalResour
       sel->rejections.push_back({c.name, role, RejectReason::SameDevice,
                                  "device " + local[c.local].dev_name + " already carries a rail"});
     } else {
-      sel->rejections.push_back(
-          {c.name, role, RejectReason::RailLimit, "already " + std::to_string(max) + " rail(s)"});
+      std::string why = "already " + std::to_string(max) + " rail(s)";
+      if (!near_memory(c, local, mem_node)) {
+        why += "; its device is on NUMA node " + std::to_string(local[c.local].numa_node) +
+               ", the memory on node " + std::to_string(mem_node);
+      }
+      sel->rejections.push_back({c.name, role, RejectReason::RailLimit, why});
     }
   }
   return chosen;
@@ -244,7 +259,7 @@ void select_rma(LaneSelection* sel, const std::vector<LocalResource>& local,
     }
   }
   if (bw.empty()) return;
-  for (size_t cand : pick_rails(sel, local, bw, p.max_rma_rails, "rma-bw")) {
+  for (size_t cand : pick_rails(sel, local, bw, p.max_rma_rails, "rma-bw", p.mem_numa_node)) {
     sel->rma_bw_lanes.push_back(add_lane(sel, cand, kLaneRmaBw));
   }
 }
@@ -262,7 +277,8 @@ void select_am_rails(LaneSelection* sel, const std::vector<LocalResource>& local
     }
   }
   if (others.empty()) return;
-  for (size_t cand : pick_rails(sel, local, others, p.max_eager_rails - 1, "am-bw")) {
+  for (size_t cand :
+       pick_rails(sel, local, others, p.max_eager_rails - 1, "am-bw", p.mem_numa_node)) {
     sel->am_bw_lanes.push_back(add_lane(sel, cand, kLaneAmBw));
   }
 }

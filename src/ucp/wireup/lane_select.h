@@ -25,6 +25,7 @@ struct LocalResource {
   uct::LinearFunc reg_cost;  ///< the md's registration cost
   bool enabled = true;       ///< false: filtered by configuration, with the reason below
   std::string disabled_reason;
+  int numa_node = -1;  ///< NUMA node of the device (ucs/topo); -1: unknown
   /// "tcp/eth0".
   std::string name() const { return tl_name + "/" + dev_name; }
 };
@@ -39,6 +40,10 @@ struct LaneSelectParams {
   size_t max_eager_rails = 1;
   size_t rma_size = 256 * 1024;                ///< size an RMA lane is scored at
   uct::MemType mem_type = uct::MemType::Host;  ///< memory the RMA lanes must touch
+  /// NUMA node of the memory the rails move (the worker's): rails on devices
+  /// of that node come first, the others only when rails are left; -1: no
+  /// preference (the topology is unknown).
+  int mem_numa_node = -1;
 };
 
 /// What a lane is used for; a lane may have several roles.
