@@ -123,13 +123,18 @@ Result<std::unique_ptr<MemHandle>> CudaCopyMd::mem_reg(void* address, size_t len
   bool pinned = false;
   if (info.type == MemType::Host && config_.reg_host && !is_pinned_host(address)) {
     const cudaError_t e = cudaHostRegister(address, length, cudaHostRegisterPortable);
-    if (e != cudaSuccess) {
+    if (e == cudaErrorHostMemoryAlreadyRegistered) {
+      // A page of the range is pinned by another registration (two buffers
+      // sharing a page): copies work; that registration keeps the pin.
+      (void)cudaGetLastError();
+    } else if (e != cudaSuccess) {
       (void)cudaGetLastError();
       MC_LOG(error) << "cuda_copy: cudaHostRegister of " << length << " bytes at " << address
                     << " failed: " << cuda_error_string(e);
       return Status::IoError;
+    } else {
+      pinned = true;
     }
-    pinned = true;
   }
   uint64_t id = 0;
   {
