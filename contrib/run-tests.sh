@@ -73,6 +73,8 @@ if [ "$unit_only" = no ]; then
     "$top/test/integration/c_api_check.sh" "$build_dir"
   run_check "mc_info -e / -p: lanes, rejections with reasons, protocol tables" \
     "$top/test/integration/info_check.sh" "$build_dir"
+  run_check "mc_info -d / -m: cuda_copy (or why there is no GPU) and nvmeof" \
+    "$top/test/integration/gpu_storage_info_check.sh" "$build_dir"
   run_check "vendor plugin: out-of-tree template against an installed mc, mc_uct_check, UCP over it, ABI refusal" \
     "$top/test/integration/plugin_check.sh" "$build_dir"
 fi
