@@ -28,11 +28,20 @@ AC_DEFUN([MC_COMPILER_FLAGS], [
     [], [enable_ubsan=no])
   AC_ARG_ENABLE([tsan], [AS_HELP_STRING([--enable-tsan], [build with ThreadSanitizer])],
     [], [enable_tsan=no])
+  AC_ARG_ENABLE([fuzz],
+    [AS_HELP_STRING([--enable-fuzz], [build the libFuzzer targets in test/fuzz (clang; implies asan and ubsan)])],
+    [], [enable_fuzz=no])
+  AS_IF([test "$enable_fuzz" = yes],
+    [AS_CASE([`$CXX --version 2>/dev/null | head -n1`], [*clang*], [],
+       [AC_MSG_ERROR([--enable-fuzz needs clang: configure with CC=clang CXX=clang++])])
+     enable_asan=yes; enable_ubsan=yes])
+  AM_CONDITIONAL([MC_FUZZ], [test "$enable_fuzz" = yes])
   AS_IF([test "$enable_tsan" = yes && test "$enable_asan" = yes],
         [AC_MSG_ERROR([--enable-tsan and --enable-asan cannot be combined])])
   AS_IF([test "$enable_asan" = yes], [mc_sanitizers="$mc_sanitizers,address"])
   AS_IF([test "$enable_ubsan" = yes], [mc_sanitizers="$mc_sanitizers,undefined"])
   AS_IF([test "$enable_tsan" = yes], [mc_sanitizers="$mc_sanitizers,thread"])
+  AS_IF([test "$enable_fuzz" = yes], [mc_sanitizers="$mc_sanitizers,fuzzer-no-link"])
   mc_sanitizers="${mc_sanitizers#,}"
   SAN_FLAGS=""
   AS_IF([test -n "$mc_sanitizers"],

@@ -42,7 +42,7 @@ ucs::Result<RkeyContainer> rkey_container_unpack(std::span<const uint8_t> packed
   const uint32_t magic = r.u32();
   const uint8_t version = r.u8();
   const uint8_t count = r.u8();
-  (void)r.u16();
+  const uint16_t reserved = r.u16();
   RkeyContainer c;
   c.address = r.u64();
   c.length = r.u64();
@@ -52,6 +52,7 @@ ucs::Result<RkeyContainer> rkey_container_unpack(std::span<const uint8_t> packed
   if (version != kRkeyContainerVersion) {
     return fail("packed rkey version " + std::to_string(version) + " is not supported");
   }
+  if (reserved != 0) return fail("packed rkey has reserved bits set");
   if (count == 0 || count > kMaxEntries) {
     return fail("packed rkey has " + std::to_string(count) + " entries");
   }

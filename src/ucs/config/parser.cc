@@ -54,6 +54,16 @@ bool split_number(std::string_view text, double* number, std::string_view* unit)
     ++i;
   }
   if (i == 0) return false;
+  // An exponent ("7.2e+07"), as format_double() writes very large or small
+  // values: what mc_info -c prints must read back.
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < text.size() && (text[j] == '+' || text[j] == '-')) ++j;
+    if (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) {
+      while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+      i = j;
+    }
+  }
   const std::string digits(text.substr(0, i));
   char* end = nullptr;
   *number = std::strtod(digits.c_str(), &end);

@@ -246,7 +246,10 @@ std::vector<ModuleInfo> ModuleLoader::load(std::string_view kind, uint32_t kind_
     loaded_kinds_.emplace_back(kind);
     std::vector<std::pair<std::string, std::string>> seen;  // (name, path)
     for (const std::string& dir : dirs_) {
-      for (auto& [name, path] : list_dir(dir, kind)) {
+      for (auto& entry : list_dir(dir, kind)) {
+        // Not a structured binding: clang 14 cannot capture those in a lambda.
+        const std::string& name = entry.first;
+        const std::string& path = entry.second;
         ModuleInfo info;
         auto earlier = std::find_if(seen.begin(), seen.end(),
                                     [&](const auto& s) { return s.first == name; });

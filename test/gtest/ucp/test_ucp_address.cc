@@ -138,5 +138,19 @@ TEST(UcpRkeyContainer, RoundTripTruncationsAndVersion) {
   EXPECT_EQ(rkey_container_unpack(future, &why).status(), Status::InvalidParam);
 }
 
+// Found by fuzz_rkey: a key with reserved bits set unpacked, and so two
+// different byte strings meant the same key.
+TEST(UcpRkeyContainer, ReservedBitsAreInvalidParam) {
+  RkeyContainer c;
+  c.address = 0x1000;
+  c.length = 64;
+  c.entries = {{"self", {1}}};
+  std::vector<uint8_t> packed = rkey_container_pack(c);
+  packed[6] = 'u';
+  std::string why;
+  EXPECT_EQ(rkey_container_unpack(packed, &why).status(), Status::InvalidParam);
+  EXPECT_NE(why.find("reserved"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace mc::ucp::test

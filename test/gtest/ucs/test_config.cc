@@ -209,6 +209,22 @@ TEST(Config, BandwidthParserUnits) {
   EXPECT_EQ(p.parse("fastest", &v), Status::InvalidParam);
 }
 
+// Found by fuzz_config: a bandwidth too large for "%g" without an exponent
+// was printed as "7.24391e+07GBs", which the parser refused.
+TEST(Config, BandwidthFormatReadsBack) {
+  auto p = bandwidth_parser();
+  for (double bw : {77777777775777757.0, 1e-5, 3.0, 12.5 * 1024 * 1024 * 1024}) {
+    double again = 0;
+    const std::string text = p.format(bw);
+    ASSERT_EQ(p.parse(text, &again), Status::Ok) << text;
+    EXPECT_EQ(p.format(again), text);
+  }
+  double v = 0;
+  ASSERT_EQ(p.parse("1e3Bs", &v), Status::Ok);
+  EXPECT_DOUBLE_EQ(v, 1000);
+  EXPECT_EQ(p.parse("1e", &v), Status::InvalidParam);
+}
+
 TEST(Config, ListsAndKeyValues) {
   auto l = allow_list_parser();
   AllowList a;

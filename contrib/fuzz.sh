@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds the libFuzzer targets (clang, --enable-fuzz, in build-fuzz/) and runs
+# each for FUZZ_TIME seconds (default 30) on a copy of its committed seed
+# corpus (test/fuzz/corpus/<target>/). A crash stops the run: the input is
+# kept in build-fuzz/artifacts/ and printed as hex; turn it into a unit test.
+#   contrib/fuzz.sh [--seeds] [target...]
+#     --seeds   regenerate the committed seed corpus from real objects first
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${FUZZ_BUILD_DIR:-$top/build-fuzz}
+time_per_target=${FUZZ_TIME:-30}
+seeds=no
+targets=()
+for arg in "$@"; do
+  case $arg in
+    --seeds) seeds=yes ;;
+    -h|--help) sed -n '3,9p' "$0"; exit 0 ;;
+    *) targets+=("$arg") ;;
+  esac
+done
+
+command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (contrib/install-deps.sh installs it)"; exit 1; }
+CC=clang CXX=clang++ BUILD_DIR=$build CONFIGURE_FLAGS=--enable-fuzz "$top/contrib/build.sh" >"$build.log" 2>&1 ||
+  { tail -40 "$build.log"; echo "fuzz: build failed (log: $build.log)"; exit 1; }
+export MC_MODULE_DIR=$build/modules MC_LOG_LEVEL=fatal
+corpus=$top/test/fuzz/corpus
+if [ "$seeds" = yes ]; then
+  "$build/test/fuzz/make_seeds" "$corpus"
+fi
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=($(cd "$build/test/fuzz" && ls fuzz_* | grep -v '\.o$' | sort))
+fi
+
+mkdir -p "$build/artifacts"
+failed=0
+for t in "${targets[@]}"; do
+  work=$(mktemp -d)
+  [ -d "$corpus/$t" ] && cp -r "$corpus/$t/." "$work/"
+  echo "fuzz: $t for ${time_per_target}s on $(ls "$work" | wc -l) seeds"
+  if "$build/test/fuzz/$t" -max_total_time="$time_per_target" -rss_limit_mb=2048 -timeout=10 \
+       -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" "$work" >"$build/artifacts/$t.log" 2>&1; then
+    grep -E "stat::number_of_executed_units|stat::new_units_added" "$build/artifacts/$t.log" |
+      tr '\n' ' ' | sed "s/^/fuzz: $t ok: /;s/$/\n/"
+  else
+    failed=$((failed + 1))
+    tail -30 "$build/artifacts/$t.log"
+    for a in "$build/artifacts/$t-"*; do
+      [ -f "$a" ] && { echo "fuzz: $t crashed on $a:"; od -An -tx1 "$a" | head -8; }
+    done
+  fi
+  rm -rf "$work"
+done
+echo "fuzz: ${#targets[@]} targets, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+// Writes the seed corpus of the fuzz targets from real objects: the packed
+// address of a worker over every loaded transport, the packed rkey of a
+// registration, tcp frame headers of every op, and config texts.
+//   make_seeds <corpus dir>        (MC_MODULE_DIR: the build's modules/)
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ucp/api/ucp.h"
+#include "uct/tcp/tcp_wire.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write(const fs::path& dir, const std::string& name, const std::vector<uint8_t>& bytes) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<uint8_t> text(char selector, const std::string& s) {
+  std::vector<uint8_t> out{static_cast<uint8_t>(selector)};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+int ucp_seeds(const fs::path& root) {
+  auto context = mc::ucp::Context::create();
+  if (!context.ok()) return 1;
+  auto worker = mc::ucp::Worker::create(**context);
+  if (!worker.ok()) return 1;
+  write(root / "fuzz_address", "worker", (*worker)->address());
+  static char buffer[4096];
+  auto memh = mc::ucp::MemHandle::map(**context, buffer, sizeof(buffer));
+  if (!memh.ok()) return 1;
+  auto rkey = (*memh)->rkey_pack();
+  if (!rkey.ok()) return 1;
+  write(root / "fuzz_rkey", "registration", *rkey);
+  return 0;
+}
+
+void tcp_seeds(const fs::path& root) {
+  namespace wire = mc::uct::tcp::wire;
+  for (uint8_t op = 0; op < 8; ++op) {
+    wire::FrameHeader h;
+    h.op = static_cast<wire::Op>(op);
+    h.length = 64;
+    std::vector<uint8_t> bytes(64);
+    wire::encode(h, bytes.data());
+    write(root / "fuzz_tcp_wire", "op" + std::to_string(op), bytes);
+  }
+  std::vector<uint8_t> key;
+  wire::encode_rkey(wire::RkeyPayload{1, 2, 4096, 4096, 7}, &key);
+  write(root / "fuzz_tcp_wire", "rkey", key);
+  write(root / "fuzz_tcp_wire", "device", wire::encode_device_addr(wire::DeviceAddr{0x0100007f, 1, 2}));
+  write(root / "fuzz_tcp_wire", "iface", wire::encode_iface_addr(15000));
+}
+
+void config_seeds(const fs::path& root) {
+  const std::vector<std::string> values = {
+      "yes", "hello", "-17", "42", "64k", "1.5ms", "12.5GBps", "0.25", "^tcp,sm",
+      "a,b,c", "green", "auto", "host:512k,cuda:4m", "MC_TLS=tcp\n# comment\nMC_LOG_LEVEL = info\n"};
+  for (size_t i = 0; i < values.size(); ++i)
+    write(root / "fuzz_config", "value" + std::to_string(i), text(static_cast<char>(i), values[i]));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <corpus dir>\n", argv[0]);
+    return 2;
+  }
+  const fs::path root(argv[1]);
+  tcp_seeds(root);
+  config_seeds(root);
+  if (ucp_seeds(root) != 0) {
+    std::fprintf(stderr, "make_seeds: could not build a worker (is MC_MODULE_DIR set?)\n");
+    return 1;
+  }
+  return 0;
+}
