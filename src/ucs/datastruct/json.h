@@ -29,20 +29,20 @@ struct Member;
 /// One JSON value. Copyable; an object is a vector of members in order.
 class Value {
  public:
-  Value() = default;  ///< null
-  Value(std::nullptr_t) {}
-  Value(bool b) : type_(Type::Bool), b_(b) {}
-  Value(uint64_t u) : type_(Type::UInt), u_(u) {}
-  Value(uint32_t u) : Value(static_cast<uint64_t>(u)) {}
-  Value(int64_t i) : type_(i < 0 ? Type::Int : Type::UInt), i_(i), u_(static_cast<uint64_t>(i)) {}
-  Value(int i) : Value(static_cast<int64_t>(i)) {}
-  Value(double d) : type_(Type::Double), d_(d) {}
-  Value(std::string s) : type_(Type::String), s_(std::move(s)) {}
-  Value(std::string_view s) : Value(std::string(s)) {}
-  Value(const char* s) : Value(std::string(s)) {}
+  Value();  ///< null
+  Value(std::nullptr_t);
+  Value(bool b);
+  Value(uint64_t u);
+  Value(uint32_t u);
+  Value(int64_t i);
+  Value(int i);
+  Value(double d);
+  Value(std::string s);
+  Value(std::string_view s);
+  Value(const char* s);
 
-  static Value array() { return Value(Type::Array); }
-  static Value object() { return Value(Type::Object); }
+  static Value array();
+  static Value object();
 
   Type type() const { return type_; }
   bool is_null() const { return type_ == Type::Null; }
@@ -83,7 +83,7 @@ class Value {
   bool operator==(const Value& other) const;
 
  private:
-  explicit Value(Type t) : type_(t) {}
+  explicit Value(Type t);
 
   Type type_ = Type::Null;
   bool b_ = false;
@@ -100,6 +100,24 @@ struct Member {
   Value value;
   bool operator==(const Member& other) const = default;
 };
+
+// Defined here, where Member is complete: clang instantiates the members'
+// destructors inside any constructor body written in the class.
+inline Value::Value() = default;
+inline Value::Value(std::nullptr_t) {}
+inline Value::Value(bool b) : type_(Type::Bool), b_(b) {}
+inline Value::Value(uint64_t u) : type_(Type::UInt), u_(u) {}
+inline Value::Value(uint32_t u) : Value(static_cast<uint64_t>(u)) {}
+inline Value::Value(int64_t i)
+    : type_(i < 0 ? Type::Int : Type::UInt), i_(i), u_(static_cast<uint64_t>(i)) {}
+inline Value::Value(int i) : Value(static_cast<int64_t>(i)) {}
+inline Value::Value(double d) : type_(Type::Double), d_(d) {}
+inline Value::Value(std::string s) : type_(Type::String), s_(std::move(s)) {}
+inline Value::Value(std::string_view s) : Value(std::string(s)) {}
+inline Value::Value(const char* s) : Value(std::string(s)) {}
+inline Value Value::array() { return Value(Type::Array); }
+inline Value Value::object() { return Value(Type::Object); }
+inline Value::Value(Type t) : type_(t) {}
 
 /// Bounds of parse(). Inputs past them are refused, not truncated.
 struct Limits {
