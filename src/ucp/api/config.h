@@ -39,6 +39,7 @@ struct ContextConfig {
   std::optional<size_t> rndv_thresh;            ///< MC_RNDV_THRESH: nullopt = auto
   ThreadMode thread_mode = ThreadMode::Single;  ///< MC_THREAD_MODE: default of new workers
   ucs::config::Duration poll_interval{};        ///< MC_POLL_INTERVAL: wait() without event fds
+  std::optional<ucs::config::Duration> connect_timeout;  ///< MC_CONNECT_TIMEOUT: nullopt = auto
 };
 
 /// The table of ContextConfig (global knobs, prefix "MC_").

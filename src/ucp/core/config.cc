@@ -69,7 +69,13 @@ const cfg::Table& context_config_table() {
                   "Longest sleep of Worker::wait() while some iface of the worker has no event "
                   "fd (sm, self): they are polled this often. Ifaces with an event fd (tcp) wake "
                   "it at once.",
-                  &ContextConfig::poll_interval, cfg::time_parser())});
+                  &ContextConfig::poll_interval, cfg::time_parser()),
+       cfg::field("CONNECT_TIMEOUT", "auto",
+                  "Deadline for an endpoint's lanes to connect to the peer (wireup through the "
+                  "peer's address); a lane not connected by then fails with Timeout and its "
+                  "operations go to the other lanes or fail. auto: each transport's own knob "
+                  "(MC_TCP_CONN_TIMEOUT).",
+                  &ContextConfig::connect_timeout, cfg::auto_parser(cfg::time_parser()))});
   return table;
 }
 

@@ -84,6 +84,7 @@ Status Worker::open_ifaces() {
       params.dev_name = r.tl.dev_name;
       params.async = async_.get();
       params.sources = &context_->sources();
+      params.connect_timeout = context_->config().connect_timeout;
       params.err_handler = [this](uct::Endpoint* ep, Status s) { on_uct_error(ep, s); };
       Result<std::unique_ptr<uct::Iface>> iface = md.md->iface_open(params);
       if (iface.ok()) {

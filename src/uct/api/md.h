@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "ucs/config/parser.h"
 #include "ucs/config/sources.h"
 #include "uct/api/types.h"
 
@@ -65,6 +67,10 @@ struct IfaceParams {
   ucs::EventLoop* async = nullptr;  ///< background service; null: the iface makes its own
   ErrorHandler err_handler;     ///< peer failures; may be empty
   const ucs::config::Sources* sources = nullptr;  ///< null: the process's environment and files
+  /// Deadline of connection establishment for transports that connect (an
+  /// endpoint not connected by then fails with Timeout through the error
+  /// handler); nullopt: the transport's own knob (e.g. MC_TCP_CONN_TIMEOUT).
+  std::optional<ucs::config::Duration> connect_timeout;
 };
 
 /// A memory domain: one per component device group. Thread safety: mem_reg,

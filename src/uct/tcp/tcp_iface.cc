@@ -35,6 +35,7 @@ TcpIface::TcpIface(TcpMd* md, const IfaceParams& params, const TcpConfig& config
       err_handler_(params.err_handler) {}
 
 Status TcpIface::init(const IfaceParams& params) {
+  if (params.connect_timeout) config_.conn_timeout = *params.connect_timeout;
   if (params.async) {
     loop_ = params.async;
   } else {

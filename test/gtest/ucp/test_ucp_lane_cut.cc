@@ -2,6 +2,7 @@
 // A put over two tcp lanes (loopback and a second network device) whose
 // second lane's sockets are shut down mid-transfer: the slices of the cut
 // lane are re-issued on the other, every byte arrives, and the log says so.
+// A lane whose peer never answers the connection fails by MC_CONNECT_TIMEOUT.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -9,7 +10,10 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "ucp/api/ucp.h"
@@ -137,6 +141,86 @@ TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
   for (const proto::LaneRuntime& lr : (*ep)->lane_runtime()) failed += is_error(lr.status);
   EXPECT_EQ(failed, 1u) << "exactly the cut lane should be marked failed";
   EXPECT_NE(sink.text().find("re-issuing"), std::string::npos) << sink.text();
+  ep->reset();
+}
+
+// A listener on 127.0.0.1 whose accept queue is full: the kernel drops
+// further SYNs, so a connect to it neither succeeds nor fails by itself.
+struct BlackHole {
+  int listener = -1;
+  std::vector<int> fillers;
+  uint16_t port = 0;
+  bool open() {
+    listener = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (bind(listener, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(listener, 0) != 0 ||
+        getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      return false;
+    }
+    port = ntohs(a.sin_port);
+    for (int i = 0; i < 2; ++i) {  // backlog 0 queues one; the rest wait
+      const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      (void)connect(fd, reinterpret_cast<sockaddr*>(&a), len);
+      fillers.push_back(fd);
+    }
+    return true;
+  }
+  ~BlackHole() {
+    for (int fd : fillers) close(fd);
+    if (listener >= 0) close(listener);
+  }
+};
+
+TEST(UcpConnectTimeout, LaneThatCannotConnectFailsByTheKnob) {
+  if (!uct::find_component("tcp")) GTEST_SKIP() << "tcp transport is not available";
+  BlackHole hole;
+  ASSERT_TRUE(hole.open()) << strerror(errno);
+  // The transport's own deadline and the request's are far away: only
+  // MC_CONNECT_TIMEOUT can end the connection attempt soon.
+  Result<ucs::config::Sources> sources =
+      ucs::config::Sources::from({{"MC_TLS", "tcp"},
+                                  {"MC_NET_DEVICES", "lo"},
+                                  {"MC_CONNECT_TIMEOUT", "200ms"},
+                                  {"MC_TCP_CONN_TIMEOUT", "1h"}},
+                                 {});
+  ASSERT_TRUE(sources.ok());
+  ContextParams params;
+  params.sources = &*sources;
+  auto ctx = Context::create(params);
+  ASSERT_TRUE(ctx.ok());
+  EXPECT_EQ((*ctx)->config().connect_timeout, std::chrono::milliseconds(200));
+  auto a = Worker::create(**ctx);
+  auto b = Worker::create(**ctx);
+  ASSERT_TRUE(a.ok() && b.ok());
+  // b's address with its tcp port replaced by the black hole's.
+  std::string why;
+  auto peer = wireup::address_unpack((*b)->address(), &why);
+  ASSERT_TRUE(peer.ok()) << why;
+  for (wireup::AddressEntry& e : peer->ifaces) {
+    if (e.tl_name == "tcp") e.iface_addr = {uint8_t(hole.port & 0xff), uint8_t(hole.port >> 8)};
+  }
+  auto ep = (*a)->ep_create(wireup::address_pack(*peer));
+  ASSERT_TRUE(ep.ok());
+  std::vector<uint8_t> target(4096), src(4096, 7);
+  auto tmh = MemHandle::map(**ctx, target.data(), target.size());
+  ASSERT_TRUE(tmh.ok());
+  auto rkey = (*ep)->rkey_unpack(*(*tmh)->rkey_pack());
+  ASSERT_TRUE(rkey.ok());
+  RequestParams rp;
+  rp.timeout = std::chrono::seconds(60);
+  auto r = (*ep)->put_nbx(src.data(), src.size(), reinterpret_cast<uintptr_t>(target.data()),
+                          **rkey, rp);
+  ASSERT_TRUE(r.ok());
+  (void)(*r)->wait();  // a short put may complete locally, queued for the socket
+  auto f = (*ep)->flush(rp);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ((*f)->wait(), Status::Timeout);
+  ASSERT_EQ((*ep)->lane_runtime().size(), 1u);
+  EXPECT_EQ((*ep)->lane_runtime()[0].status, Status::Timeout)
+      << "the lane itself must have failed (not just the request's deadline)";
   ep->reset();
 }
 
