@@ -4,13 +4,15 @@
 # endpoint's lane is on that transport, the other transports appear as
 # rejected with a reason, the protocol table covers put, get and am; with
 # every transport self is rejected as unreachable; a hex address from -w is
-# accepted from a file; bad peers fail with a message.
+# accepted from a file; bad peers fail with a message; -b and --json (one
+# JSON document each for -v, -b, -s, -T, -w, -e, -p; refused elsewhere).
 #
 #   test/integration/info_check.sh <build-dir>
 set -uo pipefail
 
 build_dir=${1:?usage: $0 <build-dir>}
 info=$build_dir/src/tools/info/mc_info
+top=$(cd "$(dirname "$0")/../.." && pwd)
 [ -x "$info" ] || { echo "no mc_info in $build_dir (build it first)"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -95,6 +97,12 @@ if MC_TLS=sm,tcp timeout 60 "$info" -e loopback -p loopback --json > "$tmp/ej" 2
 else
   fail "mc_info -e loopback --json exited non-zero"
 fi
+"$info" -s --json > "$tmp/sj" 2>&1 || fail "mc_info -s --json exited non-zero"
+json_ok "mc_info -s --json" "$tmp/sj" "d['cpus'] > 0 and d['host']"
+MC_TOPO_SYSFS_ROOT="$top/test/gtest/ucs/topo_fixture" "$info" -T --json > "$tmp/tj" 2>&1 ||
+  fail "mc_info -T --json exited non-zero"
+json_ok "mc_info -T --json on the sysfs fixture" "$tmp/tj" \
+  "[n['numa_node'] for n in d['nics'] if n['name'] == 'mlx5_1'] == [1] and 'cpu:1' in d['priority_matrix']"
 if "$info" -m --json > "$tmp/mj" 2>&1; then
   fail "mc_info -m --json succeeded: -m has no JSON form"
 else

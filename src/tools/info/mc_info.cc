@@ -43,7 +43,7 @@ void usage(const char* prog) {
       "  -p P protocol table of an endpoint to peer P\n"
       "       P: 'loopback' (a second worker here, connected to), a hex worker\n"
       "       address (as -w prints), or a file holding one\n"
-      "  --json  JSON instead of text, for -v, -b, -w, -e and -p\n"
+      "  --json  JSON instead of text, for -v, -b, -s, -T, -w, -e and -p\n"
       "  -h   this help\n",
       prog);
 }
@@ -204,20 +204,57 @@ int print_config(bool full, bool markdown) {
   return 0;
 }
 
-int print_topology() {
+void print_topo_devices(const std::vector<ucs::TopoDevice>& devices, std::ostream& os) {
+  os << "[";
+  info::JsonList list(os);
+  for (const ucs::TopoDevice& d : devices) {
+    list.item() << "{\"name\":" << info::json_string(d.name)
+                << ",\"kind\":" << info::json_string(ucs::device_kind_name(d.kind))
+                << ",\"pci\":" << info::json_string(d.pci_addr) << ",\"numa_node\":" << d.numa_node
+                << ",\"virtual\":" << (d.is_virtual ? "true" : "false") << "}";
+  }
+  os << "]";
+}
+
+int print_topology(bool json) {
   ucs::Result<ucs::Topology> topo = ucs::Topology::discover();
   if (!topo.ok()) {
     std::cerr << "mc_info: topology discovery failed: " << ucs::status_string(topo.status())
               << "\n";
     return 1;
   }
+  if (json) {
+    std::cout << "{\"sysfs_root\":" << info::json_string(topo->sysfs_root())
+              << ",\"numa_nodes\":[";
+    info::JsonList nodes(std::cout);
+    for (const ucs::NumaNode& n : topo->numa_nodes()) {
+      nodes.item() << "{\"id\":" << n.id
+                   << ",\"cpus\":" << info::json_string(ucs::format_cpu_list(n.cpus)) << "}";
+    }
+    std::cout << "],\"nics\":";
+    print_topo_devices(topo->nics(), std::cout);
+    std::cout << ",\"gpus\":";
+    print_topo_devices(topo->gpus(), std::cout);
+    std::cout << ",\"priority_matrix\":" << topo->priority_matrix_json() << "}\n";
+    return 0;
+  }
   topo->print(std::cout);
   std::cout << "# NIC priority matrix: " << topo->priority_matrix_json() << "\n";
   return 0;
 }
 
-void print_system() {
+void print_system(bool json) {
   const ucs::HostIdentity& id = ucs::host_identity();
+  if (json) {
+    std::cout << "{\"host\":" << info::json_string(id.hostname)
+              << ",\"boot_id\":" << info::json_string(id.boot_id)
+              << ",\"net_ns\":" << id.net_ns
+              << ",\"ipc_ns\":" << id.ipc_ns
+              << ",\"mnt_ns\":" << id.mnt_ns << ",\"cpus\":" << ucs::cpu_count()
+              << ",\"page_size\":" << ucs::page_size()
+              << ",\"huge_page_size\":" << ucs::huge_page_size() << "}\n";
+    return;
+  }
   std::cout << "# host " << id.hostname << ", boot id " << id.boot_id << "\n"
             << "# namespaces: net " << id.net_ns << ", ipc " << id.ipc_ns << ", mnt " << id.mnt_ns
             << "\n"
@@ -268,8 +305,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (markdown) return print_config(false, true);
-  if (json && (modules || devices || config || topology || system)) {
-    std::cerr << "mc_info: --json covers -v, -b, -w, -e and -p; -m, -d, -c, -f, -T and -s "
+  if (json && (modules || devices || config)) {
+    std::cerr << "mc_info: --json covers -v, -b, -s, -T, -w, -e and -p; -m, -d, -c and -f "
                  "print text only\n";
     return 2;
   }
@@ -283,10 +320,10 @@ int main(int argc, char** argv) {
   int rc = 0;
   if (version) print_version(json);
   if (build) info::print_build(json, std::cout);
-  if (system) print_system();
+  if (system) print_system(json);
   if (modules) print_modules();
   if (devices) print_devices();
-  if (topology) rc |= print_topology();
+  if (topology) rc |= print_topology(json);
   if (config) rc |= print_config(full, false);
   if (worker) rc |= info::print_ucp_worker(json);
   if (!peer.empty()) rc |= info::print_ucp_endpoint(peer, report);
