@@ -17,6 +17,7 @@
 #include "ucs/sys/sys.h"
 #include "ucp/api/config.h"
 #include "ucp/metadata/config.h"
+#include "ucp/te/te_config.h"
 #include "ucs/topo/topo.h"
 #include "uct/api/iface.h"
 #include "uct/base/component_loader.h"
@@ -182,6 +183,7 @@ int print_config(bool full, bool markdown) {
   ucs::config::Registry& registry = ucs::config::Registry::instance();
   ucp::register_ucp_config_tables(registry);
   metadata::register_metadata_config_tables(registry);
+  te::register_te_config_tables(registry);
   if (markdown) {
     registry.print_markdown(std::cout);
     return 0;

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// EndpointStore: the Transfer Engine's open endpoints, one per segment, in a
+// bounded cache (SIEVE by default, FIFO on MC_ENDPOINT_STORE_TYPE=FIFO). An
+// entry leaving the cache (evicted, failed, its segment closed) is retired:
+// it stays alive until its last transfer in flight has ended, so that work
+// completes or fails and never vanishes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "ucp/api/ucp.h"
+#include "ucp/te/te_config.h"
+#include "ucs/datastruct/fifo_cache.h"
+#include "ucs/datastruct/sieve_cache.h"
+
+namespace mc::te {
+
+/// One endpoint to one segment, with the segment's rkeys unpacked for it.
+struct EpEntry {
+  int32_t segment = -1;
+  uint64_t generation = 0;  ///< of the segment descriptor it was made from
+  std::unique_ptr<ucp::Endpoint> ep;
+  std::vector<std::unique_ptr<ucp::Rkey>> rkeys;  ///< by buffer index; null until used
+  size_t inflight = 0;                            ///< UCP operations posted and not yet called back
+  bool failed = false;                            ///< an operation failed: no new work goes to it
+  ~EpEntry() {
+    rkeys.clear();  // an rkey must not outlive its endpoint
+    ep.reset();
+  }
+};
+
+/// Not thread-safe: the engine calls it under its lock.
+class EndpointStore {
+ public:
+  using Entry = std::shared_ptr<EpEntry>;
+
+  EndpointStore(EndpointStoreType type, size_t capacity);
+
+  /// The entry of `segment`, or null.
+  Entry get(int32_t segment);
+  /// Adds (or replaces) the entry of `segment`; may evict another one.
+  void insert(int32_t segment, Entry entry);
+  /// Takes `segment`'s entry out (retired).
+  void remove(int32_t segment);
+  /// Entries in the cache now.
+  size_t size() const;
+  /// Destroys the retired entries with nothing in flight; returns how many
+  /// remain.
+  size_t reap();
+  /// Retires every entry (engine shutdown).
+  void retire_all();
+  /// Entries retired and still draining.
+  const std::vector<Entry>& retired() const { return retired_; }
+
+ private:
+  using Sieve = ucs::SieveCache<int32_t, Entry>;
+  using Fifo = ucs::FifoCache<int32_t, Entry>;
+
+  void retire(Entry& entry);
+
+  std::vector<Entry> retired_;
+  std::variant<std::unique_ptr<Sieve>, std::unique_ptr<Fifo>> cache_;
+};
+
+}  // namespace mc::te

@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: Apache-2.0
+// TransferEngine::Impl: init, memory registration, publication of this
+// engine's segment, and opening remote segments (see engine.h).
+#include "ucp/te/engine.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+
+#include <random>
+
+#include "ucp/metadata/config.h"
+#include "ucp/te/handshake.h"
+#include "ucp/te/location.h"
+#include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
+
+namespace mc {
+
+namespace {
+
+std::string hex(const void* p) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%p", p);
+  return buf;
+}
+
+// The first IPv4 address of `host`, or empty.
+std::string resolve_ipv4(const std::string& host) {
+  in_addr a{};
+  if (::inet_pton(AF_INET, host.c_str(), &a) == 1) return host;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) return "";
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, text, sizeof(text));
+  ::freeaddrinfo(res);
+  return text;
+}
+
+}  // namespace
+
+TransferEngine::Impl::~Impl() {
+  shutdown();
+}
+
+Status TransferEngine::Impl::parse_server_name(const std::string& name) {
+  std::string host = name;
+  if (Result<std::pair<std::string, uint16_t>> hp = te::split_host_port(name); hp.ok()) {
+    host = hp->first;
+    requested_port_ = hp->second;
+  } else if (name.find(':') != std::string::npos) {
+    MC_LOG(error) << "transfer engine: local_server_name '" << name
+                  << "' is not host or host:port with a port in 1-65535";
+    return Status::InvalidParam;
+  }
+  if (host.empty()) {
+    MC_LOG(error) << "transfer engine: local_server_name is empty";
+    return Status::InvalidParam;
+  }
+  ip_ = resolve_ipv4(host);
+  if (ip_.empty()) {
+    MC_LOG(warn) << "transfer engine: cannot resolve '" << host
+                 << "' to an IPv4 address; peers are told 127.0.0.1";
+    ip_ = "127.0.0.1";
+  }
+  return Status::Ok;
+}
+
+Status TransferEngine::Impl::start_ucp() {
+  ucs::config::Registry& registry = ucs::config::Registry::instance();
+  te::register_te_config_tables(registry);
+  metadata::register_metadata_config_tables(registry);
+  MC_ASSIGN_OR_RETURN(ucs::config::Sources sources, ucs::config::Sources::from_process());
+  MC_ASSIGN_OR_RETURN(config_,
+                      ucs::config::read_table<te::TeConfig>(te::te_config_table(), sources));
+  MC_ASSIGN_OR_RETURN(context_, ucp::Context::create());
+  MC_ASSIGN_OR_RETURN(worker_, ucp::Worker::create(*context_));
+  retry_cnt_ = context_->config().retry_cnt;
+  const auto timeout = context_->config().transfer_timeout;
+  transfer_timeout_ns_ =
+      timeout == ucs::config::Duration::max() ? UINT64_MAX : static_cast<uint64_t>(timeout.count());
+  for (const ucp::WorkerIface& wi : worker_->ifaces()) {
+    const ucp::ResourceInfo& r = context_->resources()[wi.resource];
+    devices_.push_back({r.tl.tl_name + ":" + r.tl.dev_name});
+  }
+  if (Result<ucs::Topology> topo = ucs::Topology::discover(sources); topo.ok()) {
+    for (const auto& [loc, entry] : topo->priority_matrix()) {
+      priority_matrix_[loc] = {entry.preferred, entry.secondary};
+    }
+  } else {
+    MC_LOG(warn) << "transfer engine: topology discovery failed (" << topo.status()
+                 << "); buffers get no preferred devices";
+  }
+  endpoints_ =
+      std::make_unique<te::EndpointStore>(config_.endpoint_store_type, config_.max_ep_per_ctx);
+  return Status::Ok;
+}
+
+int TransferEngine::Impl::init(const std::string& conn, const std::string& local_server_name) {
+  if (initialized_.exchange(true)) {
+    MC_LOG(error) << "transfer engine: init called twice";
+    return -1;
+  }
+  conn_ = conn;
+  server_name_ = local_server_name;
+  std::random_device rd;
+  generation_ = (static_cast<uint64_t>(rd()) << 32) | rd();
+  Status s = parse_server_name(local_server_name);
+  if (s == Status::Ok) s = start_ucp();
+  if (s == Status::Ok && !metadata::is_p2p(conn)) {
+    std::string error;
+    Result<metadata::MetadataConfig> mconfig = metadata::read_metadata_config(&error);
+    if (!mconfig.ok()) {
+      shutdown();
+      return static_cast<int>(mconfig.status());
+    }
+    key_prefix_ = mconfig->key_prefix;
+    Result<std::unique_ptr<metadata::Store>> store =
+        metadata::open_store(conn, metadata::store_options(*mconfig), &error);
+    if (store.ok()) {
+      store_ = std::move(*store);
+    } else {
+      MC_LOG(error) << "transfer engine: metadata '" << conn << "': " << error;
+      s = store.status();
+    }
+  }
+  if (s == Status::Ok) {
+    te::RpcServer::Params params;
+    params.port = requested_port_;
+    params.min_port = static_cast<uint16_t>(config_.min_rpc_port);
+    params.max_port = static_cast<uint16_t>(config_.max_rpc_port);
+    params.max_length = config_.handshake_max_length;
+    params.io_timeout = config_.handshake_timeout;
+    Result<std::unique_ptr<te::RpcServer>> rpc = te::RpcServer::start(
+        params,
+        [this](const std::string& name, std::string* error) { return describe(name, error); });
+    if (rpc.ok()) rpc_ = std::move(*rpc);
+    s = rpc.status();
+  }
+  if (s != Status::Ok) {
+    shutdown();
+    return static_cast<int>(s);
+  }
+  segment_name_ = store_ ? server_name_ : ip_port();
+  progress_thread_ = std::thread([this] { progress_loop(); });
+  if (store_) {
+    const std::string rpc_key = metadata::rpc_meta_key(key_prefix_, server_name_);
+    s = store_->put(rpc_key, metadata::encode(metadata::RpcMeta{ip_, rpc_->port()}), true);
+    if (s == Status::Ok) s = publish();
+    if (s != Status::Ok) {
+      MC_LOG(error) << "transfer engine: cannot publish to " << store_->url() << ": "
+                    << store_->last_error();
+      shutdown();
+      return static_cast<int>(s);
+    }
+  }
+  MC_LOG(info) << "transfer engine: segment '" << segment_name_ << "' served at " << ip_port()
+               << " (metadata " << (store_ ? store_->url() : "P2PHANDSHAKE") << ", "
+               << devices_.size() << " transports)";
+  return 0;
+}
+
+void TransferEngine::Impl::shutdown() {
+  if (progress_thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    progress_thread_.join();
+  }
+  rpc_.reset();
+  if (store_) {
+    // Best effort: an unreachable store is logged by the backend; leased
+    // keys expire on their own.
+    (void)store_->remove(metadata::ram_key(key_prefix_, segment_name_));
+    (void)store_->remove(metadata::rpc_meta_key(key_prefix_, server_name_));
+    store_.reset();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (endpoints_) {
+    // Destroying an endpoint cancels its requests; their callbacks end the
+    // tasks (FAILED), which are still alive here. Tasks hold no endpoint.
+    for (auto& [id, batch] : batches_) {
+      for (auto& task : batch->tasks) task->entry.reset();
+    }
+    endpoints_->retire_all();
+    for (const auto& e : endpoints_->retired()) e->inflight = 0;
+    endpoints_->reap();
+  }
+  pending_.clear();
+  batches_.clear();
+  segments_.clear();
+  buffers_.clear();
+  worker_.reset();
+  context_.reset();
+}
+
+metadata::SegmentDesc TransferEngine::Impl::local_desc_locked() const {
+  metadata::SegmentDesc d;
+  d.server_name = server_name_;
+  d.protocol = "ucp";
+  d.devices = devices_;
+  d.priority_matrix = priority_matrix_;
+  for (const auto& [addr, buf] : buffers_) {
+    if (!buf->remote_accessible) continue;
+    d.buffers.push_back({buf->location, addr, buf->length, buf->rkey});
+  }
+  d.worker_address = worker_->address();
+  d.generation = generation_;
+  return d;
+}
+
+Result<std::string> TransferEngine::Impl::describe(const std::string& name, std::string* error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!worker_) {
+    *error = "engine is shutting down";
+    return Status::Unreachable;
+  }
+  if (!name.empty() && name != segment_name_ && name != server_name_ && name != ip_port()) {
+    *error = "no segment '" + name + "' here (this is '" + segment_name_ + "')";
+    return Status::NoElem;
+  }
+  return metadata::encode(local_desc_locked());
+}
+
+Status TransferEngine::Impl::publish() {
+  if (!store_) return Status::Ok;  // P2P: peers ask the listener
+  std::lock_guard<std::mutex> publish_lock(publish_mu_);
+  std::string json;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    json = metadata::encode(local_desc_locked());
+  }
+  const Status s = store_->put(metadata::ram_key(key_prefix_, segment_name_), json, true);
+  if (s != Status::Ok) {
+    MC_LOG(error) << "transfer engine: cannot publish segment '" << segment_name_ << "' to "
+                  << store_->url() << ": " << store_->last_error();
+  }
+  return s;
+}
+
+void TransferEngine::Impl::log_location_choice(const LocalBuffer& buf) const {
+  auto it = priority_matrix_.find(buf.location);
+  std::string pref = "none", sec = "none";
+  if (it != priority_matrix_.end()) {
+    auto join = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+      return s.empty() ? std::string("none") : s;
+    };
+    pref = join(it->second.first);
+    sec = join(it->second.second);
+  }
+  MC_LOG(info) << "transfer engine: buffer " << hex(buf.addr) << " (" << buf.length << " bytes) at "
+               << buf.location << ": preferred devices " << pref << ", secondary " << sec
+               << "; UCP picks lanes per endpoint, so the choice is advisory";
+}
+
+int TransferEngine::Impl::register_memory(const std::vector<BufferEntry>& entries,
+                                          const std::string& location, bool remote_accessible) {
+  if (!initialized_ || !worker_) {
+    MC_LOG(error) << "transfer engine: registerLocalMemory before init";
+    return -1;
+  }
+  if (!te::location_valid(location)) {
+    MC_LOG(error) << "transfer engine: location '" << location << "' is not cpu:N, cuda:N or *";
+    return static_cast<int>(Status::InvalidParam);
+  }
+  std::vector<void*> added;
+  int rc = 0;
+  for (const BufferEntry& e : entries) {
+    auto buf = std::make_unique<LocalBuffer>();
+    buf->addr = e.addr;
+    buf->length = e.length;
+    buf->remote_accessible = remote_accessible;
+    buf->location = location;
+    if (location == "*") {
+      std::string why;
+      Result<std::string> loc = te::detect_location(e.addr, e.length, &why);
+      if (!loc.ok()) {
+        MC_LOG(warn) << "transfer engine: cannot detect the location of " << hex(e.addr) << ": "
+                     << why << "; using cpu:0";
+      }
+      buf->location = loc.value_or("cpu:0");
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    const uintptr_t a = reinterpret_cast<uintptr_t>(e.addr);
+    auto next = buffers_.lower_bound(a);
+    const bool overlaps =
+        (next != buffers_.end() && next->first < a + e.length) ||
+        (next != buffers_.begin() && std::prev(next)->first + std::prev(next)->second->length > a);
+    if (e.addr == nullptr || e.length == 0 || overlaps) {
+      MC_LOG(error) << "transfer engine: cannot register " << hex(e.addr) << " (" << e.length
+                    << " bytes): " << (overlaps ? "overlaps a registered buffer" : "empty range");
+      rc = static_cast<int>(overlaps ? Status::Exists : Status::InvalidParam);
+      break;
+    }
+    const unsigned access = remote_accessible ? uct::kAccessAll : uct::kAccessLocal;
+    Result<std::unique_ptr<ucp::MemHandle>> memh =
+        ucp::MemHandle::map(*context_, e.addr, e.length, access);
+    if (!memh.ok()) {
+      MC_LOG(error) << "transfer engine: cannot register " << hex(e.addr) << ": " << memh.status();
+      rc = static_cast<int>(memh.status());
+      break;
+    }
+    buf->memh = std::move(*memh);
+    if (remote_accessible) {
+      Result<std::vector<uint8_t>> rkey = buf->memh->rkey_pack();
+      if (!rkey.ok()) {
+        MC_LOG(error) << "transfer engine: cannot pack the rkey of " << hex(e.addr) << ": "
+                      << rkey.status();
+        rc = static_cast<int>(rkey.status());
+        break;
+      }
+      buf->rkey = std::move(*rkey);
+    }
+    log_location_choice(*buf);
+    buffers_[a] = std::move(buf);
+    added.push_back(e.addr);
+  }
+  if (!added.empty() && remote_accessible && publish() != Status::Ok) {
+    // Not published: peers could not use them; undo so the state is one.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (void* a : added) buffers_.erase(reinterpret_cast<uintptr_t>(a));
+    rc = -1;
+  }
+  return rc;
+}
+
+int TransferEngine::Impl::unregister_memory(const std::vector<void*>& addrs) {
+  if (!initialized_ || !worker_) return -1;
+  int rc = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (void* addr : addrs) {
+      auto it = buffers_.find(reinterpret_cast<uintptr_t>(addr));
+      if (it == buffers_.end()) {
+        MC_LOG(error) << "transfer engine: unregisterLocalMemory: " << hex(addr)
+                      << " is not the start of a registered buffer";
+        rc = static_cast<int>(Status::NoElem);
+        break;
+      }
+      if (it->second->inflight != 0) {
+        MC_LOG(error) << "transfer engine: unregisterLocalMemory: " << hex(addr) << " has "
+                      << it->second->inflight << " transfers in flight";
+        rc = static_cast<int>(Status::Busy);
+        break;
+      }
+      buffers_.erase(it);
+    }
+  }
+  if (publish() != Status::Ok && rc == 0) rc = -1;
+  return rc;
+}
+
+Result<metadata::SegmentDesc> TransferEngine::Impl::fetch_segment(const std::string& name) {
+  std::string error;
+  std::string json;
+  if (!store_) {
+    Result<std::pair<std::string, uint16_t>> hp = te::split_host_port(name);
+    if (!hp.ok()) {
+      MC_LOG(error) << "transfer engine: P2PHANDSHAKE segment name '" << name << "' is not ip:port";
+      return Status::InvalidParam;
+    }
+    Result<std::string> got =
+        te::handshake_get_segment(hp->first, hp->second, name, config_.handshake_max_length,
+                                  config_.handshake_timeout, &error);
+    if (!got.ok()) {
+      MC_LOG(error) << "transfer engine: openSegment('" << name << "'): " << error;
+      return got.status();
+    }
+    json = std::move(*got);
+  } else {
+    Result<std::string> got = store_->get(metadata::ram_key(key_prefix_, name));
+    if (!got.ok()) {
+      MC_LOG(error) << "transfer engine: openSegment('" << name << "'): "
+                    << (got.status() == Status::NoElem ? "no such segment in " + store_->url()
+                                                       : store_->last_error());
+      return got.status();
+    }
+    json = std::move(*got);
+  }
+  Result<metadata::SegmentDesc> desc = metadata::decode_segment(json, &error);
+  if (!desc.ok()) {
+    MC_LOG(error) << "transfer engine: openSegment('" << name << "'): bad descriptor: " << error;
+  }
+  return desc;
+}
+
+SegmentHandle TransferEngine::Impl::open_segment(const std::string& name) {
+  if (!initialized_ || !worker_) return -1;
+  std::lock_guard<std::mutex> open_lock(open_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, seg] : segments_) {
+      if (seg->name == name) return id;
+    }
+  }
+  Result<metadata::SegmentDesc> desc = fetch_segment(name);
+  if (!desc.ok()) return static_cast<SegmentHandle>(desc.status());
+  auto seg = std::make_unique<RemoteSegment>();
+  seg->name = name;
+  seg->desc = std::move(*desc);
+  std::lock_guard<std::mutex> lock(mu_);
+  const SegmentID id = next_segment_++;
+  MC_LOG(debug) << "transfer engine: segment '" << name << "' opened as " << id << " with "
+                << seg->desc.buffers.size() << " buffers";
+  segments_[id] = std::move(seg);
+  return id;
+}
+
+int TransferEngine::Impl::close_segment(SegmentHandle id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = segments_.find(id);
+  if (it == segments_.end()) {
+    MC_LOG(error) << "transfer engine: closeSegment: unknown segment " << id;
+    return static_cast<int>(Status::NoElem);
+  }
+  if (it->second->inflight != 0) {
+    MC_LOG(error) << "transfer engine: closeSegment: segment " << id << " has "
+                  << it->second->inflight << " unfinished tasks";
+    return static_cast<int>(Status::Busy);
+  }
+  endpoints_->remove(id);
+  segments_.erase(it);
+  return 0;
+}
+
+int TransferEngine::Impl::segment_buffers(SegmentHandle id, std::vector<SegmentBufferInfo>& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = segments_.find(id);
+  if (it == segments_.end()) return static_cast<int>(Status::NoElem);
+  out.clear();
+  for (const auto& b : it->second->desc.buffers) out.push_back({b.name, b.addr, b.length});
+  return 0;
+}
+
+std::string TransferEngine::Impl::ip_port() const {
+  if (!rpc_) return "";
+  return ip_ + ":" + std::to_string(rpc_->port());
+}
+
+size_t TransferEngine::Impl::endpoint_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return endpoints_ ? endpoints_->size() : 0;
+}
+
+}  // namespace mc

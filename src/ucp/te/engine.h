@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+// TransferEngine::Impl: the state behind mc::TransferEngine. engine.cc has
+// init, registration, publication and segments; engine_transfer.cc the
+// batches, the progress thread and the task state machine.
+//
+// Threads: the caller's threads (the API), the progress thread (drives the
+// UCP worker, posts queued tasks, completes them), the RPC listener's thread
+// (serves the descriptor), and the metadata backend's own.
+// Lock order: publish_mu_ -> mu_. mu_ guards every member below it and every
+// UCP call (UCP is single-threaded per worker); it is never held across a
+// network round trip (handshake, metadata store), which publish_mu_ and
+// open_mu_ serialise instead. UCP completion callbacks run with mu_ held.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mc/transfer_engine.h"
+#include "ucp/api/ucp.h"
+#include "ucp/metadata/descriptors.h"
+#include "ucp/metadata/store.h"
+#include "ucp/te/endpoint_store.h"
+#include "ucp/te/rpc_server.h"
+#include "ucp/te/te_config.h"
+#include "ucs/topo/topo.h"
+
+namespace mc {
+
+using ucs::Result;
+using ucs::Status;
+
+/// A buffer of this engine's segment.
+struct LocalBuffer {
+  void* addr = nullptr;
+  size_t length = 0;
+  std::string location;
+  bool remote_accessible = true;
+  std::unique_ptr<ucp::MemHandle> memh;
+  std::vector<uint8_t> rkey;  ///< packed; empty when not remote-accessible
+  size_t inflight = 0;        ///< tasks from or to it not yet ended
+};
+
+/// An opened remote segment.
+struct RemoteSegment {
+  std::string name;
+  metadata::SegmentDesc desc;
+  size_t inflight = 0;  ///< its tasks not yet ended
+};
+
+struct Batch;
+
+struct Task {
+  Batch* batch = nullptr;
+  TransferRequest req{};
+  TaskStatus status = WAITING;
+  size_t transferred = 0;
+  size_t buffer_index = 0;       ///< of the remote segment's buffers
+  LocalBuffer* local = nullptr;  ///< registration covering req.source, or null
+  uint64_t deadline_ns = 0;
+  uint64_t not_before_ns = 0;  ///< retry back-off
+  unsigned attempts = 0;       ///< failed postings so far
+  int outstanding = 0;         ///< UCP callbacks still to come for this posting
+  Status first_error = Status::Ok;
+  te::EndpointStore::Entry entry;  ///< the endpoint carrying it while PENDING
+  std::vector<std::shared_ptr<ucp::Request>> requests;
+};
+
+struct Batch {
+  size_t capacity = 0;
+  std::vector<std::unique_ptr<Task>> tasks;
+  size_t unfinished = 0;
+};
+
+class TransferEngine::Impl {
+ public:
+  Impl() = default;
+  ~Impl();
+
+  int init(const std::string& conn, const std::string& local_server_name);
+  int register_memory(const std::vector<BufferEntry>& buffers, const std::string& location,
+                      bool remote_accessible);
+  int unregister_memory(const std::vector<void*>& addrs);
+  SegmentHandle open_segment(const std::string& name);
+  int close_segment(SegmentHandle id);
+  int segment_buffers(SegmentHandle id, std::vector<SegmentBufferInfo>& out);
+
+  BatchID allocate_batch(size_t batch_size);
+  int submit(BatchID id, const std::vector<TransferRequest>& entries);
+  int status(BatchID id, size_t task_id, TransferStatus& out);
+  int batch_status(BatchID id, std::vector<TransferStatus>& out);
+  int free_batch(BatchID id);
+
+  std::string ip_port() const;
+  size_t endpoint_count() const;
+
+ private:
+  // engine.cc
+  Status parse_server_name(const std::string& local_server_name);
+  Status start_ucp();
+  Status publish();
+  Result<std::string> describe(const std::string& name, std::string* error);
+  metadata::SegmentDesc local_desc_locked() const;
+  Result<metadata::SegmentDesc> fetch_segment(const std::string& name);
+  void log_location_choice(const LocalBuffer& buf) const;
+  void shutdown();
+
+  // engine_transfer.cc
+  void progress_loop();
+  void post_pending_locked(uint64_t now);
+  bool post_task_locked(Task* task, uint64_t now);
+  Result<te::EndpointStore::Entry> endpoint_locked(int32_t segment);
+  Result<const ucp::Rkey*> rkey_locked(te::EpEntry& entry, const RemoteSegment& seg, size_t index);
+  void on_op_done_locked(Task* task, Status status);
+  void fail_posting_locked(Task* task, Status status, uint64_t now);
+  void finish_locked(Task* task, TaskStatus status);
+  bool validate_locked(const TransferRequest& req, Task* task) const;
+
+  // Set by init() before any thread starts; read-only after.
+  std::string conn_;
+  std::string server_name_;  ///< local_server_name as given
+  std::string segment_name_;
+  std::string ip_;
+  uint16_t requested_port_ = 0;
+  std::string key_prefix_ = "mooncake";
+  te::TeConfig config_;
+  uint64_t generation_ = 0;
+  uint64_t retry_cnt_ = 9;
+  uint64_t transfer_timeout_ns_ = 0;
+  metadata::PriorityMatrix priority_matrix_;
+  std::vector<metadata::DeviceDesc> devices_;
+  std::unique_ptr<metadata::Store> store_;
+  std::unique_ptr<te::RpcServer> rpc_;
+  std::atomic<bool> initialized_{false};
+
+  std::mutex publish_mu_;  ///< serialises metadata publication (before mu_)
+  std::mutex open_mu_;     ///< serialises segment lookups (before mu_)
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;  ///< new work for the progress thread
+  bool stop_ = false;
+  std::unique_ptr<ucp::Context> context_;
+  std::unique_ptr<ucp::Worker> worker_;
+  std::map<uintptr_t, std::unique_ptr<LocalBuffer>> buffers_;  ///< by address
+  std::map<SegmentID, std::unique_ptr<RemoteSegment>> segments_;
+  SegmentID next_segment_ = 0;
+  std::map<BatchID, std::unique_ptr<Batch>> batches_;
+  BatchID next_batch_ = 1;
+  std::deque<Task*> pending_;  ///< WAITING tasks to post
+  size_t inflight_ = 0;        ///< tasks PENDING in UCP
+  std::unique_ptr<te::EndpointStore> endpoints_;
+  std::thread progress_thread_;
+};
+
+}  // namespace mc

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: Apache-2.0
+// TransferEngine::Impl: batches, the progress thread and the task state
+// machine (see engine.h for the threads and the lock order).
+//
+// A task: WAITING (queued) -> PENDING (posted to UCP) -> COMPLETED, or on a
+// failed posting back to WAITING for another attempt on a fresh endpoint
+// (up to MC_RETRY_CNT), then FAILED; TIMEOUT once MC_TRANSFER_TIMEOUT has
+// passed since submission. INVALID is decided at submit and never moves.
+// finish_locked() is the one place a task ends, so it ends exactly once.
+#include <algorithm>
+#include <chrono>
+
+#include "ucp/te/engine.h"
+#include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
+
+namespace mc {
+
+BatchID TransferEngine::Impl::allocate_batch(size_t batch_size) {
+  if (!initialized_ || !worker_ || batch_size == 0) {
+    MC_LOG(error) << "transfer engine: allocateBatchID(" << batch_size
+                  << "): " << (batch_size == 0 ? "size 0" : "engine not initialised");
+    return kInvalidBatchID;
+  }
+  auto batch = std::make_unique<Batch>();
+  batch->capacity = batch_size;
+  batch->tasks.reserve(std::min<size_t>(batch_size, 4096));
+  std::lock_guard<std::mutex> lock(mu_);
+  const BatchID id = next_batch_++;
+  batches_[id] = std::move(batch);
+  return id;
+}
+
+bool TransferEngine::Impl::validate_locked(const TransferRequest& req, Task* task) const {
+  auto seg = segments_.find(req.target_id);
+  const char* why = nullptr;
+  if (req.opcode != TransferRequest::READ && req.opcode != TransferRequest::WRITE) {
+    why = "unknown opcode";
+  } else if (req.length == 0 || req.source == nullptr) {
+    why = "empty local range";
+  } else if (seg == segments_.end()) {
+    why = "segment not open";
+  } else {
+    const auto& bufs = seg->second->desc.buffers;
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      const auto& b = bufs[i];
+      if (req.target_offset >= b.addr && req.length <= b.length &&
+          req.target_offset - b.addr <= b.length - req.length) {
+        task->buffer_index = i;
+        return true;
+      }
+    }
+    why = "remote range outside every registered buffer of the segment";
+  }
+  MC_LOG(error) << "transfer engine: invalid task (segment " << req.target_id << ", offset 0x"
+                << std::hex << req.target_offset << std::dec << ", " << req.length
+                << " bytes): " << why;
+  return false;
+}
+
+int TransferEngine::Impl::submit(BatchID id, const std::vector<TransferRequest>& entries) {
+  const uint64_t now = ucs::monotonic_ns();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = batches_.find(id);
+    if (it == batches_.end()) {
+      MC_LOG(error) << "transfer engine: submitTransfer: unknown batch " << id;
+      return static_cast<int>(Status::NoElem);
+    }
+    Batch& batch = *it->second;
+    if (entries.size() > batch.capacity - batch.tasks.size()) {
+      MC_LOG(error) << "transfer engine: submitTransfer: " << entries.size()
+                    << " tasks exceed batch " << id << " (" << batch.tasks.size() << " of "
+                    << batch.capacity << " used)";
+      return static_cast<int>(Status::NoResource);
+    }
+    for (const TransferRequest& req : entries) {
+      auto task = std::make_unique<Task>();
+      task->req = req;
+      task->batch = &batch;
+      task->deadline_ns =
+          transfer_timeout_ns_ == UINT64_MAX ? UINT64_MAX : now + transfer_timeout_ns_;
+      if (!validate_locked(req, task.get())) {
+        task->status = INVALID;
+      } else {
+        const uintptr_t a = reinterpret_cast<uintptr_t>(req.source);
+        auto next = buffers_.upper_bound(a);
+        if (next != buffers_.begin()) {
+          LocalBuffer* b = std::prev(next)->second.get();
+          if (b->memh->contains(req.source, req.length)) task->local = b;
+        }
+        if (task->local) task->local->inflight++;
+        segments_[req.target_id]->inflight++;
+        batch.unfinished++;
+        pending_.push_back(task.get());
+      }
+      batch.tasks.push_back(std::move(task));
+    }
+  }
+  wake_.notify_one();
+  return 0;
+}
+
+int TransferEngine::Impl::status(BatchID id, size_t task_id, TransferStatus& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = batches_.find(id);
+  if (it == batches_.end() || task_id >= it->second->tasks.size()) {
+    MC_LOG(error) << "transfer engine: getTransferStatus: "
+                  << (it == batches_.end() ? "unknown batch " + std::to_string(id)
+                                           : "no task " + std::to_string(task_id));
+    return static_cast<int>(Status::NoElem);
+  }
+  const Task& t = *it->second->tasks[task_id];
+  out.s = t.status;
+  out.transferred = t.transferred;
+  return 0;
+}
+
+int TransferEngine::Impl::batch_status(BatchID id, std::vector<TransferStatus>& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = batches_.find(id);
+  if (it == batches_.end()) return static_cast<int>(Status::NoElem);
+  out.clear();
+  for (const auto& t : it->second->tasks) out.push_back({t->status, t->transferred});
+  return 0;
+}
+
+int TransferEngine::Impl::free_batch(BatchID id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = batches_.find(id);
+  if (it == batches_.end()) {
+    MC_LOG(error) << "transfer engine: freeBatchID: unknown batch " << id;
+    return static_cast<int>(Status::NoElem);
+  }
+  if (it->second->unfinished != 0) {
+    MC_LOG(error) << "transfer engine: freeBatchID: batch " << id << " has "
+                  << it->second->unfinished << " unfinished tasks";
+    return static_cast<int>(Status::Busy);
+  }
+  batches_.erase(it);
+  return 0;
+}
+
+void TransferEngine::Impl::finish_locked(Task* task, TaskStatus status) {
+  task->status = status;
+  task->transferred = status == COMPLETED ? task->req.length : 0;
+  task->entry.reset();
+  task->requests.clear();
+  if (task->local) task->local->inflight--;
+  auto seg = segments_.find(task->req.target_id);
+  if (seg != segments_.end()) seg->second->inflight--;
+  task->batch->unfinished--;
+}
+
+Result<te::EndpointStore::Entry> TransferEngine::Impl::endpoint_locked(int32_t segment) {
+  const RemoteSegment& seg = *segments_.at(segment);
+  te::EndpointStore::Entry e = endpoints_->get(segment);
+  if (e && !e->failed && e->generation == seg.desc.generation) return e;
+  if (e) endpoints_->remove(segment);
+  Result<std::unique_ptr<ucp::Endpoint>> ep = worker_->ep_create(seg.desc.worker_address);
+  if (!ep.ok()) {
+    MC_LOG(warn) << "transfer engine: cannot open an endpoint to segment '" << seg.name
+                 << "': " << ep.status();
+    return ep.status();
+  }
+  e = std::make_shared<te::EpEntry>();
+  e->segment = segment;
+  e->generation = seg.desc.generation;
+  e->ep = std::move(*ep);
+  e->rkeys.resize(seg.desc.buffers.size());
+  MC_LOG(debug) << "transfer engine: endpoint to segment '" << seg.name << "' opened";
+  endpoints_->insert(segment, e);
+  return e;
+}
+
+Result<const ucp::Rkey*> TransferEngine::Impl::rkey_locked(te::EpEntry& entry,
+                                                           const RemoteSegment& seg, size_t index) {
+  if (index >= entry.rkeys.size()) entry.rkeys.resize(seg.desc.buffers.size());
+  if (!entry.rkeys[index]) {
+    MC_ASSIGN_OR_RETURN(entry.rkeys[index], entry.ep->rkey_unpack(seg.desc.buffers[index].rkey));
+  }
+  return entry.rkeys[index].get();
+}
+
+void TransferEngine::Impl::on_op_done_locked(Task* task, Status status) {
+  if (task->entry && task->entry->inflight > 0) task->entry->inflight--;
+  if (status != Status::Ok && task->first_error == Status::Ok) task->first_error = status;
+  if (--task->outstanding > 0) return;
+  inflight_--;
+  if (stop_) {
+    finish_locked(task, FAILED);
+  } else if (task->first_error == Status::Ok) {
+    finish_locked(task, COMPLETED);
+  } else {
+    fail_posting_locked(task, task->first_error, ucs::monotonic_ns());
+  }
+}
+
+void TransferEngine::Impl::fail_posting_locked(Task* task, Status status, uint64_t now) {
+  if (task->entry) task->entry->failed = true;  // the next attempt opens a fresh one
+  task->entry.reset();
+  task->requests.clear();
+  task->attempts++;
+  if (status == Status::Timeout || now >= task->deadline_ns) {
+    MC_LOG(warn) << "transfer engine: task to segment " << task->req.target_id << " timed out ("
+                 << status << ")";
+    finish_locked(task, TIMEOUT);
+  } else if (task->attempts > retry_cnt_) {
+    MC_LOG(error) << "transfer engine: task to segment " << task->req.target_id << " failed after "
+                  << task->attempts << " attempts: " << status;
+    finish_locked(task, FAILED);
+  } else {
+    MC_LOG(debug) << "transfer engine: task to segment " << task->req.target_id << " attempt "
+                  << task->attempts << " failed (" << status << "); retrying";
+    task->status = WAITING;
+    task->first_error = Status::Ok;
+    // Back-off: 1 ms doubling, at most 64 ms.
+    task->not_before_ns = now + (1000000ULL << std::min<unsigned>(task->attempts - 1, 6));
+    pending_.push_back(task);
+  }
+}
+
+// Posts one task. Returns false when the task went back to the queue to wait
+// for its back-off.
+bool TransferEngine::Impl::post_task_locked(Task* task, uint64_t now) {
+  if (now >= task->deadline_ns) {
+    finish_locked(task, TIMEOUT);
+    return true;
+  }
+  if (now < task->not_before_ns) {
+    pending_.push_back(task);
+    return false;
+  }
+  Result<te::EndpointStore::Entry> entry = endpoint_locked(task->req.target_id);
+  if (!entry.ok()) {
+    fail_posting_locked(task, entry.status(), now);
+    return true;
+  }
+  const RemoteSegment& seg = *segments_.at(task->req.target_id);
+  Result<const ucp::Rkey*> rkey = rkey_locked(**entry, seg, task->buffer_index);
+  if (!rkey.ok()) {
+    task->entry = *entry;
+    fail_posting_locked(task, rkey.status(), now);
+    return true;
+  }
+  task->entry = *entry;
+  task->status = PENDING;
+  task->first_error = Status::Ok;
+  ucp::RequestParams params;
+  params.memh = task->local ? task->local->memh.get() : nullptr;
+  if (task->deadline_ns != UINT64_MAX) {
+    params.timeout = std::chrono::nanoseconds(task->deadline_ns - now);
+  }
+  params.callback = [this, task](Status s) { on_op_done_locked(task, s); };
+  // A write is complete when it is remote: a flush follows the put, and the
+  // task ends with the second callback.
+  const bool write = task->req.opcode == TransferRequest::WRITE;
+  ucp::Endpoint& ep = *(*entry)->ep;
+  task->outstanding = write ? 2 : 1;
+  (*entry)->inflight += task->outstanding;
+  inflight_++;
+  Result<std::shared_ptr<ucp::Request>> req =
+      write
+          ? ep.put_nbx(task->req.source, task->req.length, task->req.target_offset, **rkey, params)
+          : ep.get_nbx(task->req.source, task->req.length, task->req.target_offset, **rkey, params);
+  if (!req.ok()) {
+    // No callback comes for an operation that did not start.
+    const int missing = task->outstanding;
+    for (int i = 0; i < missing; ++i) on_op_done_locked(task, req.status());
+    return true;
+  }
+  task->requests.push_back(*req);
+  if (write) {
+    ucp::RequestParams fp;
+    fp.timeout = params.timeout;
+    fp.callback = params.callback;
+    Result<std::shared_ptr<ucp::Request>> flush = ep.flush(fp);
+    if (!flush.ok()) {
+      on_op_done_locked(task, flush.status());
+    } else {
+      task->requests.push_back(*flush);
+    }
+  }
+  return true;
+}
+
+void TransferEngine::Impl::post_pending_locked(uint64_t now) {
+  // Each queued task once per pass; retried ones go to the back.
+  for (size_t n = pending_.size(); n > 0 && !pending_.empty(); --n) {
+    Task* task = pending_.front();
+    pending_.pop_front();
+    post_task_locked(task, now);
+  }
+}
+
+void TransferEngine::Impl::progress_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    const unsigned events = worker_->progress();
+    post_pending_locked(ucs::monotonic_ns());
+    endpoints_->reap();
+    const bool busy = inflight_ > 0 || !pending_.empty();
+    if (events == 0) {
+      // Idle: sleep until new work, briefly when something is in flight.
+      // The worker is still progressed every millisecond for the
+      // transports' target-side service.
+      wake_.wait_for(lock, busy ? std::chrono::microseconds(50) : std::chrono::milliseconds(1));
+    } else {
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+    }
+  }
+}
+
+}  // namespace mc

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// The handshake of the Transfer Engine's RPC listener: "give me your segment
+// descriptor". One request and one response per TCP connection, each a frame:
+//
+//   magic   u32  0x4554434d ("MCTE" in memory order)
+//   version u16  kHandshakeVersion
+//   code    u16  request: kGetSegment; response: 0 (ok) or -Status (error)
+//   length  u32  payload bytes, at most MC_HANDSHAKE_MAX_LENGTH
+//   payload      request: the segment name; response: the SegmentDesc JSON,
+//                or the error text
+// all little-endian (12-byte header).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ucs/status/status.h"
+
+namespace mc::te {
+
+using ucs::Result;
+using ucs::Status;
+
+inline constexpr uint32_t kHandshakeMagic = 0x4554434d;
+inline constexpr uint16_t kHandshakeVersion = 1;
+inline constexpr size_t kHandshakeHeaderSize = 12;
+/// Request code: the descriptor of the named segment.
+inline constexpr uint16_t kGetSegment = 1;
+
+struct FrameHeader {
+  uint16_t code = 0;
+  uint32_t length = 0;
+};
+
+/// A whole frame: header and payload.
+std::vector<uint8_t> encode_frame(uint16_t code, std::string_view payload);
+
+/// Checks magic, version and length (<= max_length). BadData or
+/// VersionMismatch or MessageTruncated with `*error` naming the field.
+Result<FrameHeader> decode_frame_header(std::span<const uint8_t> header, size_t max_length,
+                                        std::string* error);
+
+/// Sends and receives whole buffers on a blocking-mode socket within a
+/// deadline (CLOCK_MONOTONIC ns). IoError / Timeout / ConnectionReset, with
+/// `*error` saying which and why.
+Status send_all(int fd, const void* data, size_t len, uint64_t deadline_ns, std::string* error);
+Status recv_all(int fd, void* data, size_t len, uint64_t deadline_ns, std::string* error);
+
+/// Asks the listener at host:port for the descriptor of `segment`. Returns
+/// the JSON text, or: Unreachable (connection refused / no route),
+/// Timeout, BadData / VersionMismatch / MessageTruncated for a bad reply,
+/// or the peer's own error (NoElem for an unknown segment); `*error` names
+/// host:port and the cause.
+Result<std::string> handshake_get_segment(const std::string& host, uint16_t port,
+                                          const std::string& segment, size_t max_length,
+                                          std::chrono::nanoseconds timeout, std::string* error);
+
+/// Splits "host:port" (port required); InvalidParam when malformed.
+Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text);
+
+}  // namespace mc::te

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Transfer Engine: the batch transfer API of the Mooncake Transfer Engine
+// over UCP. Code written against that document ports by changing the include
+// and the namespace. Installed as <mc/transfer_engine.h>; pkg-config mc-te.
+//
+//   mc::TransferEngine engine;
+//   engine.init("P2PHANDSHAKE", "127.0.0.1");          // or http://, etcd://, redis://
+//   engine.registerLocalMemory(buf, len, "cpu:0");
+//   mc::SegmentHandle peer = engine.openSegment("10.0.0.2:15123");
+//   mc::BatchID b = engine.allocateBatchID(16);
+//   engine.submitTransfer(b, {{mc::TransferRequest::WRITE, buf, peer, remote_addr, len}});
+//   mc::TransferStatus s; engine.getTransferStatus(b, 0, s);   // until COMPLETED
+//   engine.freeBatchID(b);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mc {
+
+/// A segment opened by openSegment(); >= 0 when valid.
+using SegmentID = int32_t;
+using SegmentHandle = SegmentID;
+/// A batch made by allocateBatchID(); never 0 when valid.
+using BatchID = uint64_t;
+
+/// The BatchID allocateBatchID() returns on failure.
+inline constexpr BatchID kInvalidBatchID = UINT64_MAX;
+
+/// One transfer of a batch.
+struct TransferRequest {
+  enum OpCode { READ, WRITE };
+  OpCode opcode;           ///< READ: remote -> source; WRITE: source -> remote
+  void* source;            ///< local buffer (best registered with registerLocalMemory)
+  SegmentID target_id;     ///< from openSegment()
+  uint64_t target_offset;  ///< RAM segments: the remote virtual address
+  size_t length;
+};
+
+/// State of one task of a batch. A task ends in exactly one of COMPLETED,
+/// FAILED, TIMEOUT (or INVALID, decided at submit time, before anything moves).
+enum TaskStatus { WAITING, PENDING, INVALID, CANCELED, COMPLETED, TIMEOUT, FAILED };
+
+struct TransferStatus {
+  TaskStatus s;
+  size_t transferred;  ///< a lower bound of the bytes that arrived
+};
+
+/// One registration of a batch call.
+struct BufferEntry {
+  void* addr;
+  size_t length;
+};
+
+/// A buffer of an opened segment, as its owner published it.
+struct SegmentBufferInfo {
+  std::string location;  ///< "cpu:0", "cuda:1"
+  uint64_t addr;         ///< remote virtual address: target_offset of a transfer
+  uint64_t length;
+};
+
+/// Thread safety: every method may be called from any thread concurrently.
+/// Return conventions as the Mooncake document: 0 on success and a negative
+/// value on failure (the cause is logged); openSegment returns a negative
+/// SegmentHandle and allocateBatchID kInvalidBatchID on failure.
+class TransferEngine {
+ public:
+  TransferEngine();
+  /// Stops the progress thread and the RPC listener, frees every batch and
+  /// endpoint, and removes this engine's keys from the metadata store.
+  ~TransferEngine();
+  TransferEngine(const TransferEngine&) = delete;
+  TransferEngine& operator=(const TransferEngine&) = delete;
+
+  /// Connects to the metadata service (`metadata_conn_string`: "P2PHANDSHAKE",
+  /// "http://host:port/metadata", "etcd://host:2379", "host:2379",
+  /// "redis://[:password@]host:6379[/db]"), creates the UCP context and
+  /// worker, starts the progress thread and the RPC listener, and publishes
+  /// this engine's segment. `local_server_name` is "host[:port]": the host
+  /// (or IP) peers reach this engine at, and optionally the RPC port (else
+  /// the first free one of [MC_MIN_RPC_PORT, MC_MAX_RPC_PORT]). The segment
+  /// is named `local_server_name`, or getLocalIpAndPort() under P2PHANDSHAKE.
+  /// Returns -1 when called twice, a negative value on any failure.
+  int init(const std::string& metadata_conn_string, const std::string& local_server_name);
+
+  /// Registers [addr, addr + size) into this engine's segment. `location`:
+  /// "cpu:N", "cuda:N", or "*" to detect the NUMA node of the pages (a
+  /// warning, and cpu:0, when that fails). `remote_accessible`: published to
+  /// peers (with its packed rkey); otherwise only usable as a local source.
+  /// Fails for an overlap with a registered buffer or an unknown location.
+  int registerLocalMemory(void* addr, size_t size, const std::string& location = "*",
+                          bool remote_accessible = true);
+  /// Registers several buffers with one publication of the segment; stops at
+  /// the first failure (the earlier ones stay registered).
+  int registerLocalMemoryBatch(const std::vector<BufferEntry>& buffers,
+                               const std::string& location = "*");
+  /// Removes the buffer registered at exactly `addr`. Tasks in flight from it
+  /// must have ended; fails for an unknown address.
+  int unregisterLocalMemory(void* addr);
+  int unregisterLocalMemoryBatch(const std::vector<void*>& addrs);
+
+  /// Finds a segment by name (P2PHANDSHAKE: "ip:port" of the owner's RPC
+  /// listener, asked directly; other backends: the store's ram/<name>) and
+  /// returns its handle; the same name opened twice gives the same handle.
+  /// The endpoint is opened at the first transfer. Negative on failure.
+  SegmentHandle openSegment(const std::string& segment_name);
+  /// Forgets the segment: fails while tasks to it are unfinished.
+  int closeSegment(SegmentHandle segment_id);
+  /// The buffers the owner of an opened segment published; -1 for an
+  /// unknown handle.
+  int getSegmentBuffers(SegmentHandle segment_id, std::vector<SegmentBufferInfo>& buffers);
+
+  /// A batch of up to `batch_size` tasks; kInvalidBatchID on failure.
+  BatchID allocateBatchID(size_t batch_size);
+  /// Queues `entries` as the batch's next tasks and returns at once (0).
+  /// Fails, queuing nothing, when they would exceed the batch size, or the
+  /// batch is unknown. An entry whose segment is not open, whose remote range
+  /// is outside every remote-accessible buffer of the segment, or whose
+  /// length is 0 becomes an INVALID task; the others proceed.
+  int submitTransfer(BatchID batch_id, const std::vector<TransferRequest>& entries);
+  /// The state of task `task_id` (its index in submission order).
+  int getTransferStatus(BatchID batch_id, size_t task_id, TransferStatus& status);
+  /// The state of every task submitted so far, in order.
+  int getBatchTransferStatus(BatchID batch_id, std::vector<TransferStatus>& status);
+  /// Frees the batch; fails while any of its tasks is WAITING or PENDING.
+  int freeBatchID(BatchID batch_id);
+
+  /// "ip:port" of this engine's RPC listener; empty before init().
+  std::string getLocalIpAndPort() const;
+  /// Endpoints open now (diagnostics; at most MC_MAX_EP_PER_CTX).
+  size_t getEndpointCount() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mc

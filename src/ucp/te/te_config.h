@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Transfer Engine's knobs (MC_MIN_RPC_PORT, MC_MAX_EP_PER_CTX, ...): one
+// table, read by TransferEngine::init() and printed by mc_info -c / -f.
+// MC_TRANSFER_TIMEOUT and MC_RETRY_CNT are UCP knobs the engine reuses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ucs/config/parser.h"
+#include "ucs/config/registry.h"
+#include "ucs/config/table.h"
+
+namespace mc::te {
+
+/// Which cache keeps the open endpoints.
+enum class EndpointStoreType { Sieve, Fifo };
+
+struct TeConfig {
+  uint64_t min_rpc_port = 15000;                                     ///< MC_MIN_RPC_PORT
+  uint64_t max_rpc_port = 17000;                                     ///< MC_MAX_RPC_PORT
+  size_t handshake_max_length = 1 << 20;                             ///< MC_HANDSHAKE_MAX_LENGTH
+  ucs::config::Duration handshake_timeout{};                         ///< MC_HANDSHAKE_TIMEOUT
+  EndpointStoreType endpoint_store_type = EndpointStoreType::Sieve;  ///< MC_ENDPOINT_STORE_TYPE
+  uint64_t max_ep_per_ctx = 256;                                     ///< MC_MAX_EP_PER_CTX
+};
+
+const ucs::config::Table& te_config_table();
+
+/// Registers the Transfer Engine table with `registry` (idempotent).
+void register_te_config_tables(ucs::config::Registry& registry);
+
+}  // namespace mc::te

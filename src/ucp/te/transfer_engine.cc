@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// mc::TransferEngine: the public class forwards to its Impl (engine.h); no
+// exception leaves it (an allocation failure becomes a negative return).
+#include "mc/transfer_engine.h"
+
+#include <new>
+
+#include "ucp/te/engine.h"
+#include "ucs/log/log.h"
+
+namespace mc {
+
+namespace {
+
+template <typename Fn, typename R>
+R guarded(const char* what, R on_error, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    MC_LOG(error) << "transfer engine: " << what << ": " << e.what();
+  } catch (...) {
+    MC_LOG(error) << "transfer engine: " << what << ": unknown exception";
+  }
+  return on_error;
+}
+
+}  // namespace
+
+TransferEngine::TransferEngine() : impl_(std::make_unique<Impl>()) {}
+
+TransferEngine::~TransferEngine() = default;
+
+int TransferEngine::init(const std::string& conn, const std::string& local_server_name) {
+  return guarded("init", -1, [&] { return impl_->init(conn, local_server_name); });
+}
+
+int TransferEngine::registerLocalMemory(void* addr, size_t size, const std::string& location,
+                                        bool remote_accessible) {
+  return guarded("registerLocalMemory", -1, [&] {
+    return impl_->register_memory({{addr, size}}, location, remote_accessible);
+  });
+}
+
+int TransferEngine::registerLocalMemoryBatch(const std::vector<BufferEntry>& buffers,
+                                             const std::string& location) {
+  return guarded("registerLocalMemoryBatch", -1,
+                 [&] { return impl_->register_memory(buffers, location, true); });
+}
+
+int TransferEngine::unregisterLocalMemory(void* addr) {
+  return guarded("unregisterLocalMemory", -1, [&] { return impl_->unregister_memory({addr}); });
+}
+
+int TransferEngine::unregisterLocalMemoryBatch(const std::vector<void*>& addrs) {
+  return guarded("unregisterLocalMemoryBatch", -1, [&] { return impl_->unregister_memory(addrs); });
+}
+
+SegmentHandle TransferEngine::openSegment(const std::string& segment_name) {
+  return guarded("openSegment", SegmentHandle{-1},
+                 [&] { return impl_->open_segment(segment_name); });
+}
+
+int TransferEngine::closeSegment(SegmentHandle segment_id) {
+  return guarded("closeSegment", -1, [&] { return impl_->close_segment(segment_id); });
+}
+
+int TransferEngine::getSegmentBuffers(SegmentHandle segment_id,
+                                      std::vector<SegmentBufferInfo>& buffers) {
+  return guarded("getSegmentBuffers", -1,
+                 [&] { return impl_->segment_buffers(segment_id, buffers); });
+}
+
+BatchID TransferEngine::allocateBatchID(size_t batch_size) {
+  return guarded("allocateBatchID", kInvalidBatchID,
+                 [&] { return impl_->allocate_batch(batch_size); });
+}
+
+int TransferEngine::submitTransfer(BatchID batch_id, const std::vector<TransferRequest>& entries) {
+  return guarded("submitTransfer", -1, [&] { return impl_->submit(batch_id, entries); });
+}
+
+int TransferEngine::getTransferStatus(BatchID batch_id, size_t task_id, TransferStatus& status) {
+  return guarded("getTransferStatus", -1, [&] { return impl_->status(batch_id, task_id, status); });
+}
+
+int TransferEngine::getBatchTransferStatus(BatchID batch_id, std::vector<TransferStatus>& status) {
+  return guarded("getBatchTransferStatus", -1,
+                 [&] { return impl_->batch_status(batch_id, status); });
+}
+
+int TransferEngine::freeBatchID(BatchID batch_id) {
+  return guarded("freeBatchID", -1, [&] { return impl_->free_batch(batch_id); });
+}
+
+std::string TransferEngine::getLocalIpAndPort() const {
+  return guarded("getLocalIpAndPort", std::string(), [&] { return impl_->ip_port(); });
+}
+
+size_t TransferEngine::getEndpointCount() const {
+  return guarded("getEndpointCount", size_t{0}, [&] { return impl_->endpoint_count(); });
+}
+
+}  // namespace mc
