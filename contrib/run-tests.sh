@@ -69,6 +69,9 @@ if [ "$unit_only" = no ]; then
     "$top/test/integration/perftest_check.sh" "$build_dir"
   run_check "examples/ucp_client_server over tcp, sm and the default selection" \
     env UCP_CLIENT_SERVER="$build_dir/examples/ucp_client_server" "$top/examples/run_ucp_client_server.sh"
+  run_check "examples/transfer_engine_example and the C example: two processes over tcp and sm" \
+    env TE_EXAMPLE="$build_dir/examples/transfer_engine_example" \
+    TE_C_EXAMPLE="$build_dir/examples/transfer_engine_c_example" "$top/examples/run_transfer_engine.sh"
   run_check "the UCP C API: valid C11 header, a C program moving data" \
     "$top/test/integration/c_api_check.sh" "$build_dir"
   run_check "mc_info -e / -p: lanes, rejections with reasons, protocol tables" \

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers of the Transfer Engine tests (see te_test_util.h).
+#include "te/te_test_util.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace mc::te::test {
+
+std::string example_path(bool c_api) {
+  return std::string(MC_TOP_BUILDDIR) +
+         (c_api ? "/examples/transfer_engine_c_example" : "/examples/transfer_engine_example");
+}
+
+TargetProcess::~TargetProcess() {
+  kill();
+  if (!err_path_.empty()) ::unlink(err_path_.c_str());
+}
+
+bool TargetProcess::start(const std::string& metadata, const std::string& local, size_t buffer_size,
+                          unsigned seed, const std::map<std::string, std::string>& env,
+                          bool c_api) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ADD_FAILURE() << "pipe: " << strerror(errno);
+    return false;
+  }
+  char tmpl[] = "/tmp/mc_te_target_XXXXXX";
+  const int err_fd = ::mkstemp(tmpl);
+  err_path_ = tmpl;
+  const std::string prog = example_path(c_api);
+  std::vector<std::string> args;
+  if (c_api) {
+    args = {prog, "target", metadata, local, std::to_string(buffer_size), std::to_string(seed)};
+  } else {
+    args = {prog,
+            "--mode",
+            "target",
+            "--metadata",
+            metadata,
+            "--local",
+            local,
+            "--buffer-size",
+            std::to_string(buffer_size),
+            "--seed",
+            std::to_string(seed)};
+  }
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(err_fd, 2);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    std::fprintf(stderr, "execv %s: %s\n", argv[0], strerror(errno));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(err_fd);
+  out_fd_ = out[0];
+  std::string text;
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < limit) {
+    pollfd p{out_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      char buf[512];
+      const ssize_t n = ::read(out_fd_, buf, sizeof(buf));
+      if (n <= 0) break;  // exited
+      text.append(buf, static_cast<size_t>(n));
+      const size_t nl = text.find('\n');
+      if (nl != std::string::npos && text.starts_with("READY ")) {
+        char seg[256] = {};
+        unsigned long long addr = 0;
+        size_t len = 0;
+        if (std::sscanf(text.c_str(), "READY segment=%255s addr=0x%llx length=%zu", seg, &addr,
+                        &len) == 3) {
+          segment_ = seg;
+          addr_ = addr;
+          length_ = len;
+          return true;
+        }
+        break;
+      }
+    }
+  }
+  ADD_FAILURE() << "target " << prog << " did not become ready; stdout: " << text
+                << "\nstderr: " << log();
+  kill();
+  return false;
+}
+
+void TargetProcess::signal(int sig) {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+int TargetProcess::stop() {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGCONT);
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  if (out_fd_ >= 0) ::close(out_fd_);
+  out_fd_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void TargetProcess::kill() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  if (out_fd_ >= 0) ::close(out_fd_);
+  out_fd_ = -1;
+}
+
+std::string TargetProcess::log() const {
+  std::ifstream in(err_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  return s.size() > 4000 ? s.substr(s.size() - 4000) : s;
+}
+
+ScopedEnv::ScopedEnv(const std::map<std::string, std::string>& vars) {
+  for (const auto& [k, v] : vars) {
+    const char* old = std::getenv(k.c_str());
+    saved_[k] = old ? std::optional<std::string>(old) : std::nullopt;
+    ::setenv(k.c_str(), v.c_str(), 1);
+  }
+}
+
+ScopedEnv::~ScopedEnv() {
+  for (const auto& [k, v] : saved_) {
+    if (v)
+      ::setenv(k.c_str(), v->c_str(), 1);
+    else
+      ::unsetenv(k.c_str());
+  }
+}
+
+TransferStatus wait_task(TransferEngine& engine, BatchID batch, size_t task, int limit_s) {
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(limit_s);
+  TransferStatus st{INVALID, SIZE_MAX};
+  while (std::chrono::steady_clock::now() < limit) {
+    if (engine.getTransferStatus(batch, task, st) != 0) return {INVALID, SIZE_MAX};
+    if (st.s != WAITING && st.s != PENDING) return st;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return {INVALID, SIZE_MAX};
+}
+
+std::vector<TransferStatus> run_batch(TransferEngine& engine,
+                                      const std::vector<TransferRequest>& reqs) {
+  std::vector<TransferStatus> out;
+  const BatchID batch = engine.allocateBatchID(reqs.size());
+  if (batch == kInvalidBatchID || engine.submitTransfer(batch, reqs) != 0) {
+    ADD_FAILURE() << "cannot allocate or submit a batch of " << reqs.size();
+    return out;
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) out.push_back(wait_task(engine, batch, i));
+  EXPECT_EQ(engine.freeBatchID(batch), 0);
+  return out;
+}
+
+}  // namespace mc::te::test

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers of the Transfer Engine tests: target processes (the example's
+// target role, fork/exec'd with their own environment), scoped environment
+// variables for the in-process engine, and waiting for tasks to end.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mc/transfer_engine.h"
+
+namespace mc::te::test {
+
+/// The byte the example's target writes at offset i with `seed`.
+inline uint8_t pattern(unsigned seed, size_t i) {
+  return static_cast<uint8_t>((seed * 131u + i * 7u + (i >> 8)) & 0xffu);
+}
+
+/// Path of examples/transfer_engine_example (or the C one) in this build tree.
+std::string example_path(bool c_api = false);
+
+/// A target process: `transfer_engine_example --mode target`.
+class TargetProcess {
+ public:
+  TargetProcess() = default;
+  ~TargetProcess();  ///< SIGKILL and reap when still running
+  TargetProcess(const TargetProcess&) = delete;
+  TargetProcess& operator=(const TargetProcess&) = delete;
+
+  /// Starts it with `env` added to the environment and waits for its READY
+  /// line; false (with a test failure naming the cause) when it exits or
+  /// prints nothing within a minute.
+  bool start(const std::string& metadata, const std::string& local, size_t buffer_size,
+             unsigned seed, const std::map<std::string, std::string>& env, bool c_api = false);
+  /// Sends `sig`.
+  void signal(int sig);
+  /// SIGTERM, then waits: the exit status (-1 when killed by a signal).
+  int stop();
+  /// SIGKILL and reap.
+  void kill();
+
+  pid_t pid() const { return pid_; }
+  const std::string& segment() const { return segment_; }
+  uint64_t addr() const { return addr_; }
+  size_t length() const { return length_; }
+  /// Its standard error so far (failure messages).
+  std::string log() const;
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  std::string err_path_;
+  std::string segment_;
+  uint64_t addr_ = 0;
+  size_t length_ = 0;
+};
+
+/// Sets environment variables for its lifetime, restoring the old values.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::map<std::string, std::string>& vars);
+  ~ScopedEnv();
+
+ private:
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+/// Waits until task `task` of `batch` has ended (not WAITING / PENDING) and
+/// returns its status; a status of INVALID with transferred = SIZE_MAX when
+/// getTransferStatus fails, or after `limit_s` seconds (a hang, reported by
+/// the caller).
+TransferStatus wait_task(TransferEngine& engine, BatchID batch, size_t task, int limit_s = 120);
+
+/// Runs one batch of `reqs` to the end; the final status of each.
+std::vector<TransferStatus> run_batch(TransferEngine& engine,
+                                      const std::vector<TransferRequest>& reqs);
+
+}  // namespace mc::te::test

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Transfer Engine between two real processes through P2PHANDSHAKE, over
+// tcp and over sm: a target process (the example's target role) serves a
+// buffer with a known pattern; this process's engine reads it, writes and
+// reads back, and checks every rule of the API's semantics.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstring>
+
+#include "te/te_test_util.h"
+#include "uct/base/component_loader.h"
+
+namespace mc::te::test {
+namespace {
+
+constexpr size_t kTargetSize = 1 << 20;
+constexpr unsigned kSeed = 5;
+
+class TeP2p : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (uct::find_component(GetParam()) == nullptr) {
+      GTEST_SKIP() << GetParam() << " transport is not available";
+    }
+    env_ = {{"MC_TLS", GetParam()}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
+  }
+
+  // The engine of this process, after the environment is set.
+  std::unique_ptr<TransferEngine> make_engine(
+      const std::map<std::string, std::string>& extra = {}) {
+    auto vars = env_;
+    for (const auto& [k, v] : extra) vars[k] = v;
+    ScopedEnv scoped(vars);
+    auto engine = std::make_unique<TransferEngine>();
+    EXPECT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
+    return engine;
+  }
+
+  bool start_target(TargetProcess& t, bool c_api = false) {
+    return t.start("P2PHANDSHAKE", "127.0.0.1", kTargetSize, kSeed, env_, c_api);
+  }
+
+  std::map<std::string, std::string> env_;
+};
+
+TEST_P(TeP2p, ReadWriteAndReadBackBetweenTwoProcesses) {
+  TargetProcess target;
+  ASSERT_TRUE(start_target(target));
+  auto engine = make_engine();
+  const SegmentHandle seg = engine->openSegment(target.segment());
+  ASSERT_GE(seg, 0);
+  EXPECT_EQ(engine->openSegment(target.segment()), seg) << "same name, same handle";
+  std::vector<SegmentBufferInfo> bufs;
+  ASSERT_EQ(engine->getSegmentBuffers(seg, bufs), 0);
+  ASSERT_EQ(bufs.size(), 1u);
+  EXPECT_EQ(bufs[0].addr, target.addr());
+  EXPECT_EQ(bufs[0].length, kTargetSize);
+  EXPECT_TRUE(bufs[0].location.starts_with("cpu:")) << bufs[0].location;
+
+  std::vector<uint8_t> local(kTargetSize, 0);
+  ASSERT_EQ(engine->registerLocalMemory(local.data(), local.size(), "cpu:0"), 0);
+  // Blocks of several sizes in one batch: 64 KiB blocks, then a 1-byte one.
+  std::vector<TransferRequest> reads;
+  for (size_t off = 0; off + 65536 <= kTargetSize - 1; off += 65536) {
+    reads.push_back({TransferRequest::READ, local.data() + off, seg, target.addr() + off, 65536});
+  }
+  reads.push_back({TransferRequest::READ, local.data() + kTargetSize - 1, seg,
+                   target.addr() + kTargetSize - 1, 1});
+  for (const TransferStatus& st : run_batch(*engine, reads)) {
+    EXPECT_EQ(st.s, COMPLETED);
+  }
+  for (size_t i = 0; i < 65536 * 15; ++i) ASSERT_EQ(local[i], pattern(kSeed, i)) << "byte " << i;
+  ASSERT_EQ(local[kTargetSize - 1], pattern(kSeed, kTargetSize - 1));
+
+  // One write of the whole buffer, then one read back into a zeroed buffer.
+  for (size_t i = 0; i < kTargetSize; ++i) local[i] = pattern(99, i);
+  auto w =
+      run_batch(*engine, {{TransferRequest::WRITE, local.data(), seg, target.addr(), kTargetSize}});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].s, COMPLETED);
+  EXPECT_EQ(w[0].transferred, kTargetSize);
+  std::memset(local.data(), 0, local.size());
+  auto r =
+      run_batch(*engine, {{TransferRequest::READ, local.data(), seg, target.addr(), kTargetSize}});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].s, COMPLETED);
+  for (size_t i = 0; i < kTargetSize; ++i) ASSERT_EQ(local[i], pattern(99, i)) << "byte " << i;
+  EXPECT_EQ(engine->getEndpointCount(), 1u);
+  EXPECT_EQ(engine->unregisterLocalMemory(local.data()), 0);
+  EXPECT_EQ(target.stop(), 0) << target.log();
+}
+
+TEST_P(TeP2p, CTargetServesTheCxxEngine) {
+  TargetProcess target;
+  ASSERT_TRUE(start_target(target, true));
+  auto engine = make_engine();
+  const SegmentHandle seg = engine->openSegment(target.segment());
+  ASSERT_GE(seg, 0);
+  std::vector<uint8_t> local(4096);
+  ASSERT_EQ(engine->registerLocalMemory(local.data(), local.size()), 0);
+  auto r =
+      run_batch(*engine, {{TransferRequest::READ, local.data(), seg, target.addr() + 4096, 4096}});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].s, COMPLETED);
+  for (size_t i = 0; i < local.size(); ++i) ASSERT_EQ(local[i], pattern(kSeed, 4096 + i));
+  EXPECT_EQ(target.stop(), 0) << target.log();
+}
+
+TEST_P(TeP2p, OutOfBoundsTasksAreInvalidAndMoveNothing) {
+  TargetProcess target;
+  ASSERT_TRUE(start_target(target));
+  auto engine = make_engine();
+  const SegmentHandle seg = engine->openSegment(target.segment());
+  ASSERT_GE(seg, 0);
+  std::vector<uint8_t> local(8192, 0xab);
+  ASSERT_EQ(engine->registerLocalMemory(local.data(), local.size()), 0);
+  const uint64_t a = target.addr();
+  const uint64_t end = a + kTargetSize;
+  const std::vector<TransferRequest> bad = {
+      {TransferRequest::WRITE, local.data(), seg, a - 16, 32},         // starts before
+      {TransferRequest::WRITE, local.data(), seg, end - 16, 32},       // runs past the end
+      {TransferRequest::WRITE, local.data(), seg, end, 1},             // just past
+      {TransferRequest::WRITE, local.data(), seg, a, 0},               // empty
+      {TransferRequest::WRITE, local.data(), seg, UINT64_MAX - 4, 8},  // wraps
+      {TransferRequest::WRITE, local.data(), seg + 100, a, 8},         // segment not open
+      {TransferRequest::WRITE, local.data(), seg, a + 8, 32},          // valid
+  };
+  const BatchID batch = engine->allocateBatchID(bad.size());
+  ASSERT_NE(batch, kInvalidBatchID);
+  ASSERT_EQ(engine->submitTransfer(batch, bad), 0);
+  for (size_t i = 0; i + 1 < bad.size(); ++i) {
+    TransferStatus st{};
+    ASSERT_EQ(engine->getTransferStatus(batch, i, st), 0);
+    EXPECT_EQ(st.s, INVALID) << "task " << i << " is INVALID at once, at submit";
+    EXPECT_EQ(st.transferred, 0u);
+  }
+  EXPECT_EQ(wait_task(*engine, batch, bad.size() - 1).s, COMPLETED);
+  EXPECT_EQ(engine->freeBatchID(batch), 0);
+  // The bytes next to the valid write kept the target's pattern: the last 16
+  // bytes of the buffer, and the first 8.
+  std::vector<uint8_t> back(kTargetSize, 0);
+  ASSERT_EQ(engine->registerLocalMemory(back.data(), back.size()), 0);
+  auto r = run_batch(*engine, {{TransferRequest::READ, back.data(), seg, a, kTargetSize}});
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_EQ(r[0].s, COMPLETED);
+  for (size_t i = 0; i < kTargetSize; ++i) {
+    const uint8_t want = (i >= 8 && i < 40) ? 0xab : pattern(kSeed, i);
+    ASSERT_EQ(back[i], want) << "byte " << i;
+  }
+}
+
+TEST_P(TeP2p, BatchRulesAndEngineRules) {
+  TargetProcess target;
+  ASSERT_TRUE(start_target(target));
+  auto engine = make_engine();
+  EXPECT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), -1) << "init twice";
+  const SegmentHandle seg = engine->openSegment(target.segment());
+  ASSERT_GE(seg, 0);
+  std::vector<uint8_t> local(4096);
+  ASSERT_EQ(engine->registerLocalMemory(local.data(), local.size()), 0);
+  EXPECT_LT(engine->registerLocalMemory(local.data() + 100, 10), 0) << "overlap";
+  EXPECT_LT(engine->registerLocalMemory(local.data(), 10), 0) << "same start";
+  std::vector<uint8_t> other(4096);
+  EXPECT_LT(engine->registerLocalMemory(other.data(), other.size(), "gpu:0"), 0) << "location";
+  EXPECT_LT(engine->unregisterLocalMemory(other.data()), 0) << "not registered";
+  EXPECT_LT(engine->unregisterLocalMemory(local.data() + 1), 0) << "not a start";
+  EXPECT_EQ(engine->allocateBatchID(0), kInvalidBatchID);
+
+  const TransferRequest one{TransferRequest::READ, local.data(), seg, target.addr(), 64};
+  const BatchID batch = engine->allocateBatchID(2);
+  ASSERT_NE(batch, kInvalidBatchID);
+  EXPECT_LT(engine->submitTransfer(batch, {one, one, one}), 0) << "past batch_size";
+  TransferStatus st{};
+  EXPECT_LT(engine->getTransferStatus(batch, 0, st), 0) << "nothing was queued";
+  EXPECT_EQ(engine->submitTransfer(batch, {one}), 0);
+  EXPECT_EQ(engine->submitTransfer(batch, {one}), 0);
+  EXPECT_LT(engine->submitTransfer(batch, {one}), 0) << "batch full";
+  EXPECT_EQ(wait_task(*engine, batch, 0).s, COMPLETED);
+  EXPECT_EQ(wait_task(*engine, batch, 1).s, COMPLETED);
+  std::vector<TransferStatus> all;
+  ASSERT_EQ(engine->getBatchTransferStatus(batch, all), 0);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].transferred, 64u);
+  EXPECT_LT(engine->getTransferStatus(batch, 2, st), 0) << "no such task";
+  EXPECT_EQ(engine->freeBatchID(batch), 0);
+  EXPECT_LT(engine->freeBatchID(batch), 0) << "freed twice";
+  EXPECT_LT(engine->submitTransfer(batch, {one}), 0) << "freed batch";
+  EXPECT_EQ(engine->closeSegment(seg), 0);
+  EXPECT_LT(engine->closeSegment(seg), 0);
+  EXPECT_LT(engine->openSegment("127.0.0.1"), 0) << "P2P names are ip:port";
+}
+
+TEST_P(TeP2p, OwnSegmentByItsNameAndLocationDetection) {
+  auto engine = make_engine();
+  std::vector<uint8_t> a(65536), b(65536, 0);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = pattern(3, i);
+  ASSERT_EQ(engine->registerLocalMemory(a.data(), a.size(), "*"), 0);
+  ASSERT_EQ(engine->registerLocalMemory(b.data(), b.size(), "cpu:0", false), 0);
+  const std::string name = engine->getLocalIpAndPort();
+  ASSERT_TRUE(name.starts_with("127.0.0.1:")) << name;
+  const SegmentHandle self = engine->openSegment(name);
+  ASSERT_GE(self, 0);
+  std::vector<SegmentBufferInfo> bufs;
+  ASSERT_EQ(engine->getSegmentBuffers(self, bufs), 0);
+  ASSERT_EQ(bufs.size(), 1u) << "only the remote-accessible buffer is published";
+  EXPECT_TRUE(bufs[0].location.starts_with("cpu:")) << "'*' detected: " << bufs[0].location;
+  auto r = run_batch(*engine, {{TransferRequest::READ, b.data(), self,
+                                reinterpret_cast<uint64_t>(a.data()), a.size()}});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].s, COMPLETED);
+  EXPECT_EQ(a, b);
+  // Not remote-accessible: not a target.
+  auto bad = run_batch(*engine, {{TransferRequest::WRITE, a.data(), self,
+                                  reinterpret_cast<uint64_t>(b.data()), 16}});
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].s, INVALID);
+}
+
+TEST_P(TeP2p, DestroyedEngineNoLongerServesItsSegment) {
+  std::string name;
+  {
+    auto engine = make_engine();
+    name = engine->getLocalIpAndPort();
+    auto peer = make_engine();
+    EXPECT_GE(peer->openSegment(name), 0);
+  }
+  auto engine = make_engine();
+  EXPECT_LT(engine->openSegment(name), 0);
+}
+
+TEST_P(TeP2p, RpcPortFromTheRangeOrTheName) {
+  auto ranged = make_engine({{"MC_MIN_RPC_PORT", "42000"}, {"MC_MAX_RPC_PORT", "42999"}});
+  const std::string name = ranged->getLocalIpAndPort();
+  const int port = std::stoi(name.substr(name.find(':') + 1));
+  EXPECT_GE(port, 42000);
+  EXPECT_LE(port, 42999);
+  ScopedEnv scoped(env_);
+  TransferEngine fixed;
+  EXPECT_LT(fixed.init("P2PHANDSHAKE", name), 0) << "the named port is taken";
+  TransferEngine bad;
+  EXPECT_LT(bad.init("P2PHANDSHAKE", "127.0.0.1:notaport"), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tls, TeP2p, testing::Values("tcp", "sm"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace mc::te::test
