@@ -238,3 +238,36 @@ TEST(UcpCApiErrors, StatusStrings) {
 }
 
 }  // namespace
+
+namespace {
+
+// Blocking progress through the C API: a tcp-only worker (event fd; the
+// poll interval is an hour, so only events and signals end a wait).
+TEST(UcpCApiWait, EventFdArmWaitAndSignal) {
+  const char* names[] = {"MC_TLS", "NET_DEVICES", "MC_POLL_INTERVAL", "MC_THREAD_MODE"};
+  const char* values[] = {"tcp", "lo", "1h", "multi"};
+  mc_ucp_context_t* ctx = nullptr;
+  ASSERT_EQ(mc_ucp_context_create(names, values, 4, &ctx), MC_UCP_OK);
+  mc_ucp_worker_t* w = nullptr;
+  const mc_ucp_status_t s = mc_ucp_worker_create(ctx, &w);
+  if (s == MC_UCP_ERR_NO_DEVICE) {
+    mc_ucp_context_destroy(ctx);
+    GTEST_SKIP() << "tcp is not available";
+  }
+  ASSERT_EQ(s, MC_UCP_OK);
+  EXPECT_GE(mc_ucp_worker_event_fd(w), 0);
+  mc_ucp_worker_progress(w);
+  EXPECT_EQ(mc_ucp_worker_wait(w, 10), MC_UCP_ERR_TIMEOUT);
+  mc_ucp_worker_signal(w);
+  EXPECT_EQ(mc_ucp_worker_wait(w, -1), MC_UCP_OK);  // the signal ends it
+  const mc_ucp_status_t armed = mc_ucp_worker_arm(w);
+  EXPECT_TRUE(armed == MC_UCP_OK || armed == MC_UCP_ERR_BUSY) << mc_ucp_status_string(armed);
+  EXPECT_EQ(mc_ucp_worker_event_fd(nullptr), -1);
+  EXPECT_EQ(mc_ucp_worker_arm(nullptr), MC_UCP_ERR_INVALID_PARAM);
+  EXPECT_EQ(mc_ucp_worker_wait(nullptr, 0), MC_UCP_ERR_INVALID_PARAM);
+  mc_ucp_worker_signal(nullptr);
+  mc_ucp_worker_destroy(w);
+  mc_ucp_context_destroy(ctx);
+}
+
+}  // namespace
