@@ -5,7 +5,7 @@
 # rejected with a reason, the protocol table covers put, get and am; with
 # every transport self is rejected as unreachable; a hex address from -w is
 # accepted from a file; bad peers fail with a message; -b and --json (one
-# JSON document each for -v, -b, -s, -T, -w, -e, -p; refused elsewhere).
+# JSON document each for -v, -b, -m, -s, -T, -w, -e, -p; refused elsewhere).
 #
 #   test/integration/info_check.sh <build-dir>
 set -uo pipefail
@@ -103,10 +103,13 @@ MC_TOPO_SYSFS_ROOT="$top/test/gtest/ucs/topo_fixture" "$info" -T --json > "$tmp/
   fail "mc_info -T --json exited non-zero"
 json_ok "mc_info -T --json on the sysfs fixture" "$tmp/tj" \
   "[n['numa_node'] for n in d['nics'] if n['name'] == 'mlx5_1'] == [1] and 'cpu:1' in d['priority_matrix']"
-if "$info" -m --json > "$tmp/mj" 2>&1; then
-  fail "mc_info -m --json succeeded: -m has no JSON form"
+"$info" -m --json > "$tmp/mj" 2>/dev/null || fail "mc_info -m --json exited non-zero"
+json_ok "mc_info -m --json" "$tmp/mj" \
+  "[m['state'] for m in d['modules'] if m['kind'] == 'uct' and m['name'] == 'tcp'] == ['loaded']"
+if "$info" -d --json > "$tmp/dj" 2>&1; then
+  fail "mc_info -d --json succeeded: -d has no JSON form"
 else
-  expect "mc_info -m --json says which options have JSON" "$tmp/mj" "^mc_info: --json covers"
+  expect "mc_info -d --json says which options have JSON" "$tmp/dj" "^mc_info: --json covers"
 fi
 
 echo "$failures failure(s)"

@@ -9,6 +9,8 @@
 #include "config.h"
 #include "info_json.h"
 #include "ucs/module/module_abi.h"
+#include "ucs/module/module_loader.h"
+#include "uct/base/component_loader.h"
 
 namespace mc::info {
 
@@ -117,6 +119,36 @@ void print_build(bool json, std::ostream& os) {
   }
   deps << "}";
   os << "}\n";
+}
+
+void print_modules_json(std::ostream& os) {
+  ucs::ModuleLoader& loader = ucs::ModuleLoader::instance();
+  os << "{\"search_path\":[";
+  JsonList dirs(os);
+  for (const std::string& d : loader.search_path()) dirs.item() << json_string(d);
+  os << "],\"modules\":[";
+  JsonList list(os);
+  for (const ucs::ModuleInfo& m : loader.load_all()) {
+    std::ostream& o = list.item();
+    o << "{";
+    JsonList f(o);
+    f.key("kind") << json_string(m.kind);
+    f.key("name") << json_string(m.name);
+    f.key("path") << json_string(m.path);
+    f.key("state") << json_string(ucs::module_state_name(m.state));
+    f.key("abi") << m.abi_version;
+    f.key("build_tag") << json_string(m.build_tag);
+    f.key("version") << json_string(m.version);
+    f.key("reason") << json_string(m.reason);
+    o << "}";
+  }
+  os << "],\"unavailable_components\":{";
+  JsonList comps(os);
+  for (uct::Component* c : uct::load_components()) {
+    const std::string why = c->unavailable_reason();
+    if (!why.empty()) comps.key(c->name()) << json_string(why);
+  }
+  os << "}}\n";
 }
 
 }  // namespace mc::info

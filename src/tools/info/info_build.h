@@ -11,4 +11,9 @@ namespace mc::info {
 /// object with `json`.
 void print_build(bool json, std::ostream& os);
 
+/// mc_info -m --json: the module search path and every module found (kind,
+/// name, path, load state, ABI, build tag, version, the reason of a
+/// failure), and the reason of each loaded component that found no device.
+void print_modules_json(std::ostream& os);
+
 }  // namespace mc::info

@@ -44,7 +44,7 @@ void usage(const char* prog) {
       "  -p P protocol table of an endpoint to peer P\n"
       "       P: 'loopback' (a second worker here, connected to), a hex worker\n"
       "       address (as -w prints), or a file holding one\n"
-      "  --json  JSON instead of text, for -v, -b, -s, -T, -w, -e and -p\n"
+      "  --json  JSON instead of text, for -v, -b, -m, -s, -T, -w, -e and -p\n"
       "  -h   this help\n",
       prog);
 }
@@ -307,8 +307,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (markdown) return print_config(false, true);
-  if (json && (modules || devices || config)) {
-    std::cerr << "mc_info: --json covers -v, -b, -s, -T, -w, -e and -p; -m, -d, -c and -f "
+  if (json && (devices || config)) {
+    std::cerr << "mc_info: --json covers -v, -b, -m, -s, -T, -w, -e and -p; -d, -c and -f "
                  "print text only\n";
     return 2;
   }
@@ -323,7 +323,7 @@ int main(int argc, char** argv) {
   if (version) print_version(json);
   if (build) info::print_build(json, std::cout);
   if (system) print_system(json);
-  if (modules) print_modules();
+  if (modules) json ? info::print_modules_json(std::cout) : print_modules();
   if (devices) print_devices();
   if (topology) rc |= print_topology(json);
   if (config) rc |= print_config(full, false);
