@@ -5,7 +5,7 @@
 # rejected with a reason, the protocol table covers put, get and am; with
 # every transport self is rejected as unreachable; a hex address from -w is
 # accepted from a file; bad peers fail with a message; -b and --json (one
-# JSON document each for -v, -b, -m, -s, -T, -w, -e, -p; refused elsewhere).
+# JSON document per option, every option but -d and -M).
 #
 #   test/integration/info_check.sh <build-dir>
 set -uo pipefail
@@ -106,6 +106,9 @@ json_ok "mc_info -T --json on the sysfs fixture" "$tmp/tj" \
 "$info" -m --json > "$tmp/mj" 2>/dev/null || fail "mc_info -m --json exited non-zero"
 json_ok "mc_info -m --json" "$tmp/mj" \
   "[m['state'] for m in d['modules'] if m['kind'] == 'uct' and m['name'] == 'tcp'] == ['loaded']"
+MC_TLS=tcp "$info" -f --json > "$tmp/cj" 2>/dev/null || fail "mc_info -f --json exited non-zero"
+json_ok "mc_info -f --json: values, origins and docs" "$tmp/cj" \
+  "[(k['value'], k['default'], bool(k['doc'])) for t in d['tables'] for k in t['knobs'] if k['name'] == 'MC_TLS'] == [('tcp', 'all', True)]"
 if "$info" -d --json > "$tmp/dj" 2>&1; then
   fail "mc_info -d --json succeeded: -d has no JSON form"
 else

@@ -151,4 +151,37 @@ void print_modules_json(std::ostream& os) {
   os << "}}\n";
 }
 
+void print_config_json(const ucs::config::Registry& registry, const ucs::config::Sources& sources,
+                       bool full, std::ostream& os) {
+  os << "{\"files\":[";
+  JsonList files(os);
+  for (const std::string& f : sources.files()) files.item() << json_string(f);
+  os << "],\"tables\":[";
+  JsonList tables(os);
+  for (const ucs::config::Table* t : registry.tables()) {
+    std::ostream& o = tables.item();
+    o << "{\"name\":" << json_string(t->name()) << ",\"knobs\":[";
+    JsonList knobs(o);
+    for (const ucs::config::Field& f : t->fields()) {
+      const std::string name = t->env_name(f);
+      const std::optional<ucs::config::SourceValue> v = sources.lookup(name);
+      std::ostream& k = knobs.item();
+      k << "{\"name\":" << json_string(name)
+        << ",\"value\":" << json_string(v ? v->value : f.default_value)
+        << ",\"origin\":" << json_string(v ? v->origin : "default")
+        << ",\"default\":" << json_string(f.default_value);
+      if (full) k << ",\"syntax\":" << json_string(f.syntax) << ",\"doc\":" << json_string(f.doc);
+      k << "}";
+    }
+    o << "]}";
+  }
+  os << "],\"unknown\":[";
+  JsonList unknown(os);
+  for (const ucs::config::UnknownVar& u : registry.find_unknown(sources)) {
+    unknown.item() << "{\"name\":" << json_string(u.name) << ",\"origin\":" << json_string(u.origin)
+                   << ",\"suggestion\":" << json_string(u.suggestion) << "}";
+  }
+  os << "]}\n";
+}
+
 }  // namespace mc::info

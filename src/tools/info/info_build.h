@@ -4,6 +4,9 @@
 
 #include <ostream>
 
+#include "ucs/config/registry.h"
+#include "ucs/config/sources.h"
+
 namespace mc::info {
 
 /// Writes the version, build kind, compiler, module ABI and every optional
@@ -15,5 +18,11 @@ void print_build(bool json, std::ostream& os);
 /// name, path, load state, ABI, build tag, version, the reason of a
 /// failure), and the reason of each loaded component that found no device.
 void print_modules_json(std::ostream& os);
+
+/// mc_info -c / -f --json: the files read, every registered table's knobs
+/// with the text in force, its origin and the default (-f: syntax and doc
+/// too), and the unknown MC_* variables with a suggestion.
+void print_config_json(const ucs::config::Registry& registry, const ucs::config::Sources& sources,
+                       bool full, std::ostream& os);
 
 }  // namespace mc::info

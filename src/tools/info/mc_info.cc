@@ -44,7 +44,7 @@ void usage(const char* prog) {
       "  -p P protocol table of an endpoint to peer P\n"
       "       P: 'loopback' (a second worker here, connected to), a hex worker\n"
       "       address (as -w prints), or a file holding one\n"
-      "  --json  JSON instead of text, for -v, -b, -m, -s, -T, -w, -e and -p\n"
+      "  --json  JSON instead of text, for every option but -d and -M\n"
       "  -h   this help\n",
       prog);
 }
@@ -177,7 +177,7 @@ void print_devices() {
   }
 }
 
-int print_config(bool full, bool markdown) {
+int print_config(bool full, bool markdown, bool json = false) {
   // Loaded transports register their tables through their components.
   (void)uct::load_components();
   ucs::config::Registry& registry = ucs::config::Registry::instance();
@@ -193,6 +193,10 @@ int print_config(bool full, bool markdown) {
   if (!sources.ok()) {
     std::cerr << "mc_info: " << error << "\n";
     return 1;
+  }
+  if (json) {
+    info::print_config_json(registry, *sources, full, std::cout);
+    return 0;
   }
   std::cout << "#\n# Configuration files read:";
   for (const std::string& f : sources->files()) std::cout << " " << f;
@@ -307,9 +311,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (markdown) return print_config(false, true);
-  if (json && (devices || config)) {
-    std::cerr << "mc_info: --json covers -v, -b, -m, -s, -T, -w, -e and -p; -d, -c and -f "
-                 "print text only\n";
+  if (json && devices) {
+    std::cerr << "mc_info: --json covers every option but -d (and -M), which print text only\n";
     return 2;
   }
   report.json = json;
@@ -326,7 +329,7 @@ int main(int argc, char** argv) {
   if (modules) json ? info::print_modules_json(std::cout) : print_modules();
   if (devices) print_devices();
   if (topology) rc |= print_topology(json);
-  if (config) rc |= print_config(full, false);
+  if (config) rc |= print_config(full, false, json);
   if (worker) rc |= info::print_ucp_worker(json);
   if (!peer.empty()) rc |= info::print_ucp_endpoint(peer, report);
   return rc;
