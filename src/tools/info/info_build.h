@@ -19,6 +19,11 @@ void print_build(bool json, std::ostream& os);
 /// failure), and the reason of each loaded component that found no device.
 void print_modules_json(std::ostream& os);
 
+/// mc_info -d --json: modules that did not load, then every component with
+/// its memory domains (attributes, memory types) and their transports
+/// (iface attributes: performance model, caps, limits, address lengths).
+void print_devices_json(std::ostream& os);
+
 /// mc_info -c / -f --json: the files read, every registered table's knobs
 /// with the text in force, its origin and the default (-f: syntax and doc
 /// too), and the unknown MC_* variables with a suggestion.

@@ -44,7 +44,7 @@ void usage(const char* prog) {
       "  -p P protocol table of an endpoint to peer P\n"
       "       P: 'loopback' (a second worker here, connected to), a hex worker\n"
       "       address (as -w prints), or a file holding one\n"
-      "  --json  JSON instead of text, for every option but -d and -M\n"
+      "  --json  JSON instead of text (every option but -M), one document per option\n"
       "  -h   this help\n",
       prog);
 }
@@ -311,10 +311,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (markdown) return print_config(false, true);
-  if (json && devices) {
-    std::cerr << "mc_info: --json covers every option but -d (and -M), which print text only\n";
-    return 2;
-  }
   report.json = json;
   if (!(version || modules || devices || config || topology || system || worker || build ||
         !peer.empty())) {
@@ -327,7 +323,7 @@ int main(int argc, char** argv) {
   if (build) info::print_build(json, std::cout);
   if (system) print_system(json);
   if (modules) json ? info::print_modules_json(std::cout) : print_modules();
-  if (devices) print_devices();
+  if (devices) json ? info::print_devices_json(std::cout) : print_devices();
   if (topology) rc |= print_topology(json);
   if (config) rc |= print_config(full, false, json);
   if (worker) rc |= info::print_ucp_worker(json);
