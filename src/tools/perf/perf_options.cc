@@ -14,12 +14,13 @@ namespace mc::perf {
 
 namespace {
 
-enum LongOnly { OptLimits = 1000, OptTimeout, OptFull };
+enum LongOnly { OptLimits = 1000, OptTimeout, OptFull, OptAlloc };
 
 constexpr option kLongOptions[] = {
     {"limits", no_argument, nullptr, OptLimits},
     {"timeout", required_argument, nullptr, OptTimeout},
     {"full", no_argument, nullptr, OptFull},
+    {"alloc", required_argument, nullptr, OptAlloc},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
@@ -181,6 +182,15 @@ Status parse_one(int c, const char* arg, const Registry& registry, Options* o) {
     case OptFull: o->extra_info = true; return Status::Ok;
     case OptLimits: o->limits = true; return Status::Ok;
     case OptTimeout: return parse_timeout(arg, &o->timeout);
+    case OptAlloc:
+      if (!std::strcmp(arg, "md")) {
+        p.alloc = Alloc::Md;
+      } else if (!std::strcmp(arg, "heap")) {
+        p.alloc = Alloc::Heap;
+      } else {
+        return bad(std::string("invalid --alloc '") + arg + "': md or heap");
+      }
+      return Status::Ok;
     default: return bad("unknown option (see -h)");
   }
 }
@@ -304,6 +314,10 @@ void print_usage(FILE* out, const char* prog, const Registry& registry) {
       "                        bcopy - copy-out (default for get)\n"
       "                        zcopy - zero-copy\n"
       "     -W <count>     flow control window size, for active messages (%u)\n"
+      "     --alloc <how>  where the buffers come from: md - the memory domain's own\n"
+      "                    allocator when it has one (sm: shared memory the peer maps;\n"
+      "                    as ucx_perftest), else heap (default); heap - page-aligned\n"
+      "                    heap memory registered with the md (sm: moved by CMA)\n"
       "\n"
       "  Output: latency in microseconds (half a round trip for *_lat tests; the time\n"
       "  per posted operation, \"overhead\", for bandwidth tests), bandwidth in MB/s\n"

@@ -13,7 +13,7 @@ namespace mc::perf {
 namespace {
 
 constexpr uint32_t kMagic = 0x5450434d;  // "MCPT"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 
 // splitmix64: a different 8-byte word for every index and seed.
 uint64_t mix(uint64_t x) {
@@ -43,6 +43,10 @@ const char* layout_name(Layout layout) {
   return "?";
 }
 
+const char* alloc_name(Alloc alloc) {
+  return alloc == Alloc::Md ? "md" : "heap";
+}
+
 const char* mem_kind_name(MemKind kind) {
   return kind == MemKind::Host ? "host" : "cuda";
 }
@@ -70,6 +74,7 @@ std::vector<uint8_t> encode_params(const Params& p) {
   w.u32(static_cast<uint32_t>(p.percentile_rank * 1000));
   w.str(p.tl);
   w.str(p.dev);
+  w.u8(static_cast<uint8_t>(p.alloc));
   w.u64(p.seed);
   return out;
 }
@@ -104,6 +109,9 @@ Result<Params> decode_params(std::span<const uint8_t> wire) {
   p.percentile_rank = r.u32() / 1000.0;
   p.tl = r.str();
   p.dev = r.str();
+  const uint8_t alloc = r.u8();
+  if (alloc > 1) return Status::BadData;
+  p.alloc = static_cast<Alloc>(alloc);
   p.seed = r.u64();
   if (!r.at_end()) {
     MC_LOG(error) << "malformed parameters from the peer (" << wire.size() << " bytes)";

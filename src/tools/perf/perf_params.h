@@ -22,6 +22,13 @@ using ucs::Status;
 enum class Layout : uint8_t { Short, Bcopy, Zcopy };
 const char* layout_name(Layout layout);
 
+/// Where UCT tests take their buffers from (--alloc).
+enum class Alloc : uint8_t {
+  Md,    ///< the md's mem_alloc when it has one (as ucx_perftest), else heap
+  Heap,  ///< page-aligned heap memory registered with mem_reg
+};
+const char* alloc_name(Alloc alloc);
+
 /// Memory the buffers live in (-m).
 enum class MemKind : uint8_t { Host, Cuda };
 const char* mem_kind_name(MemKind kind);
@@ -41,6 +48,7 @@ struct Params {
   double percentile_rank = 50.0;  ///< -R
   std::string tl;                 ///< -x
   std::string dev;                ///< -d
+  Alloc alloc = Alloc::Md;        ///< --alloc
   uint64_t seed = 0;              ///< data pattern seed, chosen by the client
 
   /// Bytes in one message: the sum of `sizes`.
@@ -51,7 +59,8 @@ struct Params {
 
 /// The client's parameters as sent to the server.
 /// Layout (little-endian): u32 magic "MCPT" | u16 version | fields in
-/// declaration order (strings u16 length + bytes, sizes u32 count + u64 each).
+/// declaration order (strings u16 length + bytes, sizes u32 count + u64 each,
+/// enums u8).
 std::vector<uint8_t> encode_params(const Params& params);
 
 /// BadData for input that is truncated, of another tool or of another version.

@@ -81,22 +81,14 @@ AlignedBuffer::~AlignedBuffer() {
 }
 
 Result<std::unique_ptr<UctSide>> UctSide::open(const UctResource& resource, size_t length,
-                                               ucs::EventLoop* async, uct::ErrorHandler on_error,
-                                               std::string* why) {
+                                               Alloc alloc, ucs::EventLoop* async,
+                                               uct::ErrorHandler on_error, std::string* why) {
   auto fail = [why](std::string text, Status s) {
     *why = std::move(text) + ": " + ucs::status_string(s);
     MC_LOG(error) << *why;
     return s;
   };
   std::unique_ptr<UctSide> side(new UctSide(resource));
-  for (auto& buf : side->bufs_) {
-    buf = std::make_unique<AlignedBuffer>(length);
-    if (!buf->data()) {
-      return fail("cannot allocate " + std::to_string(kBufs) + " buffers of " +
-                      std::to_string(length) + " bytes",
-                  Status::NoMemory);
-    }
-  }
   const ucs::config::Sources sources = process_sources();
   Result<std::unique_ptr<uct::MemoryDomain>> md =
       resource.component->md_open(resource.md_name, sources);
@@ -114,18 +106,37 @@ Result<std::unique_ptr<UctSide>> UctSide::open(const UctResource& resource, size
   }
   side->iface_ = std::move(*iface);
   side->attr_ = side->iface_->query();
+  side->md_allocated_ = alloc == Alloc::Md && (side->md_->query().flags & uct::kMdAlloc);
   for (int i = 0; i < kBufs; ++i) {
-    const AlignedBuffer& buf = *side->bufs_[i];
-    Result<std::unique_ptr<uct::MemHandle>> memh =
-        side->md_->mem_reg(buf.data(), buf.length(), uct::kAccessAll);
-    if (!memh.ok()) {
-      return fail(
-          "cannot register " + std::to_string(buf.length()) + " bytes with " + side->md_->name(),
-          memh.status());
-    }
-    side->memh_[i] = std::move(*memh);
+    const Status s = side->make_buf(i, length, why);
+    if (is_error(s)) return s;
   }
   return side;
+}
+
+// Buffer `i`: the md's memory, or heap memory registered with the md.
+Status UctSide::make_buf(int i, size_t length, std::string* why) {
+  auto fail = [why](std::string text, Status s) {
+    *why = std::move(text) + ": " + ucs::status_string(s);
+    MC_LOG(error) << *why;
+    return s;
+  };
+  const std::string bytes = std::to_string(length) + " bytes";
+  Result<std::unique_ptr<uct::MemHandle>> memh = Status::NoMemory;
+  if (md_allocated_) {
+    memh = md_->mem_alloc(length, uct::MemType::Host, uct::kAccessAll);
+    if (!memh.ok()) return fail("cannot allocate " + bytes + " with " + md_->name(), memh.status());
+    bufs_[i] = static_cast<uint8_t*>((*memh)->address());
+    std::memset(bufs_[i], 0, length);
+  } else {
+    heap_[i] = std::make_unique<AlignedBuffer>(length);
+    if (!heap_[i]->data()) return fail("cannot allocate a buffer of " + bytes, Status::NoMemory);
+    bufs_[i] = heap_[i]->data();
+    memh = md_->mem_reg(bufs_[i], heap_[i]->length(), uct::kAccessAll);
+    if (!memh.ok()) return fail("cannot register " + bytes + " with " + md_->name(), memh.status());
+  }
+  memh_[i] = std::move(*memh);
+  return Status::Ok;
 }
 
 Result<std::vector<uint8_t>> UctSide::pack_rkey(Buf b) const {

@@ -60,18 +60,22 @@ enum class Buf : uint8_t { Send = 0, Final = 1, Recv = 2 };
 
 class UctSide {
  public:
-  /// Opens the md and the iface and registers the buffers of `length` bytes
-  /// for local and remote access. On error `why` (logged) says what failed.
+  /// Opens the md and the iface and makes the buffers of `length` bytes,
+  /// for local and remote access: from the md's mem_alloc when `alloc` is
+  /// Md and the md has one, else heap memory registered with mem_reg. On
+  /// error `why` (logged) says what failed.
   static Result<std::unique_ptr<UctSide>> open(const UctResource& resource, size_t length,
-                                               ucs::EventLoop* async, uct::ErrorHandler on_error,
-                                               std::string* why);
+                                               Alloc alloc, ucs::EventLoop* async,
+                                               uct::ErrorHandler on_error, std::string* why);
 
   const UctResource& resource() const { return resource_; }
   uct::MemoryDomain& md() const { return *md_; }
   uct::Iface& iface() const { return *iface_; }
   const uct::IfaceAttr& attr() const { return attr_; }
 
-  uint8_t* buf(Buf b) const { return bufs_[static_cast<int>(b)]->data(); }
+  uint8_t* buf(Buf b) const { return bufs_[static_cast<int>(b)]; }
+  /// Whether the buffers came from the md's mem_alloc.
+  bool md_allocated() const { return md_allocated_; }
   const uct::MemHandle* memh(Buf b) const { return memh_[static_cast<int>(b)].get(); }
 
   /// The packed remote key of a buffer.
@@ -94,6 +98,7 @@ class UctSide {
   static constexpr int kBufs = 3;
 
   explicit UctSide(UctResource resource) : resource_(std::move(resource)) {}
+  Status make_buf(int i, size_t length, std::string* why);
 
   // Declaration order is teardown order reversed: the endpoint goes first,
   // the md last; buffers outlive their registrations.
@@ -101,8 +106,10 @@ class UctSide {
   std::unique_ptr<uct::MemoryDomain> md_;
   std::unique_ptr<uct::Iface> iface_;
   uct::IfaceAttr attr_;
-  std::unique_ptr<AlignedBuffer> bufs_[kBufs];
-  std::unique_ptr<uct::MemHandle> memh_[kBufs];
+  std::unique_ptr<AlignedBuffer> heap_[kBufs];   // the memory of heap buffers
+  std::unique_ptr<uct::MemHandle> memh_[kBufs];  // owns md-allocated memory
+  uint8_t* bufs_[kBufs] = {};
+  bool md_allocated_ = false;
   std::unique_ptr<uct::Rkey> peer_recv_rkey_, peer_send_rkey_;
   std::unique_ptr<uct::Endpoint> ep_;
 };

@@ -135,7 +135,7 @@ Status UctTest::open_side(const std::string& dev, const std::string& preferred_d
   auto on_error = [wd](uct::Endpoint*, Status status) {
     wd->fail(status, "the transport lost the connection to the peer");
   };
-  MC_ASSIGN_OR_RETURN(side_, UctSide::open(res, len_, ctx_.async, on_error, &why_));
+  MC_ASSIGN_OR_RETURN(side_, UctSide::open(res, len_, p_.alloc, ctx_.async, on_error, &why_));
   MC_RETURN_IF_ERROR(check_capability());
   iface_ = &side_->iface();
   for (Buf b : {Buf::Send, Buf::Final, Buf::Recv}) {
@@ -297,6 +297,9 @@ void UctTest::fill_info() {
   d.push_back("md           " + side_->md().name() + ", rkey up to " +
               std::to_string(md.rkey_packed_size) + " B, numa node " +
               std::to_string(tl.numa_node));
+  d.push_back(std::string("buffers      ") + (side_->md_allocated()
+                                                  ? "from the md's mem_alloc"
+                                                  : "heap memory registered with the md"));
   d.push_back("iface caps   " + uct::cap_string(a.cap));
   d.push_back(limits_string("am", a.am));
   d.push_back(limits_string("put", a.put));
