@@ -392,18 +392,39 @@ Result<metadata::SegmentDesc> TransferEngine::Impl::fetch_segment(const std::str
 SegmentHandle TransferEngine::Impl::open_segment(const std::string& name) {
   if (!initialized_ || !worker_) return -1;
   std::lock_guard<std::mutex> open_lock(open_mu_);
+  SegmentID known = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, seg] : segments_) {
-      if (seg->name == name) return id;
+      if (seg->name == name) known = id;
     }
   }
   Result<metadata::SegmentDesc> desc = fetch_segment(name);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (known >= 0 && segments_.count(known) != 0) {
+    // Open already: the same handle, with the owner's current descriptor
+    // (buffers registered since, or a restarted owner) when no task of it
+    // is unfinished; tasks index into the descriptor they were checked by.
+    RemoteSegment& seg = *segments_[known];
+    if (!desc.ok()) {
+      MC_LOG(warn) << "transfer engine: segment '" << name
+                   << "' keeps the descriptor it was opened with";
+    } else if (seg.inflight == 0) {
+      if (desc->generation != seg.desc.generation ||
+          desc->worker_address != seg.desc.worker_address) {
+        endpoints_->remove(known);
+      } else if (te::EndpointStore::Entry e = endpoints_->get(known)) {
+        e->rkeys.clear();
+        e->rkeys.resize(desc->buffers.size());
+      }
+      seg.desc = std::move(*desc);
+    }
+    return known;
+  }
   if (!desc.ok()) return static_cast<SegmentHandle>(desc.status());
   auto seg = std::make_unique<RemoteSegment>();
   seg->name = name;
   seg->desc = std::move(*desc);
-  std::lock_guard<std::mutex> lock(mu_);
   const SegmentID id = next_segment_++;
   MC_LOG(debug) << "transfer engine: segment '" << name << "' opened as " << id << " with "
                 << seg->desc.buffers.size() << " buffers";

@@ -71,6 +71,10 @@ Status RpcServer::bind_listen() {
       return Status::IoError;
     }
     addr.sin_port = htons(port);
+    // A restarted engine takes its port back while old handshake
+    // connections sit in TIME_WAIT.
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
         ::listen(fd, 128) == 0) {
       listen_fd_ = fd;

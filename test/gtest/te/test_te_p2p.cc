@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "te/te_test_util.h"
+#include "ucs/sys/sys.h"
 #include "uct/base/component_loader.h"
 
 namespace mc::te::test {
@@ -215,6 +216,34 @@ TEST_P(TeP2p, OwnSegmentByItsNameAndLocationDetection) {
                                   reinterpret_cast<uint64_t>(b.data()), 16}});
   ASSERT_EQ(bad.size(), 1u);
   EXPECT_EQ(bad[0].s, INVALID);
+}
+
+TEST_P(TeP2p, OpeningAgainFollowsARestartedOwner) {
+  auto port = ucs::find_free_tcp_port();
+  ASSERT_TRUE(port.ok());
+  const std::string name = "127.0.0.1:" + std::to_string(*port);
+  auto engine = make_engine();
+  std::vector<uint8_t> local(4096);
+  ASSERT_EQ(engine->registerLocalMemory(local.data(), local.size()), 0);
+  SegmentHandle seg = -1;
+  for (unsigned seed : {31u, 32u}) {
+    TargetProcess target;
+    ASSERT_TRUE(target.start("P2PHANDSHAKE", name, kTargetSize, seed, env_));
+    ASSERT_EQ(target.segment(), name);
+    const SegmentHandle again = engine->openSegment(name);
+    if (seg >= 0) EXPECT_EQ(again, seg) << "the same name keeps its handle";
+    seg = again;
+    ASSERT_GE(seg, 0);
+    std::vector<SegmentBufferInfo> bufs;
+    ASSERT_EQ(engine->getSegmentBuffers(seg, bufs), 0);
+    ASSERT_EQ(bufs.size(), 1u);
+    EXPECT_EQ(bufs[0].addr, target.addr()) << "the new owner's buffer";
+    auto r = run_batch(*engine, {{TransferRequest::READ, local.data(), seg, target.addr(), 4096}});
+    ASSERT_EQ(r.size(), 1u);
+    ASSERT_EQ(r[0].s, COMPLETED) << "seed " << seed;
+    for (size_t i = 0; i < local.size(); ++i) ASSERT_EQ(local[i], pattern(seed, i)) << i;
+    EXPECT_EQ(target.stop(), 0) << target.log();
+  }
 }
 
 TEST_P(TeP2p, DestroyedEngineNoLongerServesItsSegment) {
