@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdlib>
@@ -104,6 +105,14 @@ bool TargetProcess::start(const std::string& metadata, const std::string& local,
 
 void TargetProcess::signal(int sig) {
   if (pid_ > 0) ::kill(pid_, sig);
+}
+
+void TargetProcess::freeze() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGSTOP);
+  int status = 0;
+  while (::waitpid(pid_, &status, WUNTRACED) < 0 && errno == EINTR) {
+  }
 }
 
 int TargetProcess::stop() {

@@ -39,6 +39,9 @@ class TargetProcess {
              unsigned seed, const std::map<std::string, std::string>& env, bool c_api = false);
   /// Sends `sig`.
   void signal(int sig);
+  /// SIGSTOP, and waits until every thread of it has stopped (the group
+  /// stop is complete when waitpid reports it), so it serves nothing more.
+  void freeze();
   /// SIGTERM, then waits: the exit status (-1 when killed by a signal).
   int stop();
   /// SIGKILL and reap.

@@ -58,7 +58,7 @@ TEST_P(TeFailures, TargetKilledMidBatchTasksEndAndOtherSegmentsGoOn) {
   auto warm = run_batch(*engine, {{TransferRequest::READ, local.data(), vs, victim.addr(), 4096}});
   ASSERT_EQ(warm.size(), 1u);
   ASSERT_EQ(warm[0].s, COMPLETED);
-  victim.signal(SIGSTOP);
+  victim.freeze();
   std::vector<TransferRequest> reqs;
   for (size_t off = 0; off < kSize; off += 65536) {
     reqs.push_back({off % 131072 ? TransferRequest::READ : TransferRequest::WRITE,
@@ -99,7 +99,7 @@ TEST_P(TeStoppedTarget, UnfinishedTasksHoldTheirBatchSegmentAndBuffer) {
   ASSERT_GE(seg, 0);
   std::vector<uint8_t> local(4096);
   ASSERT_EQ(engine->registerLocalMemory(local.data(), local.size()), 0);
-  target.signal(SIGSTOP);
+  target.freeze();
   const BatchID batch = engine->allocateBatchID(1);
   ASSERT_EQ(engine->submitTransfer(
                 batch, {{TransferRequest::READ, local.data(), seg, target.addr(), 4096}}),
@@ -126,7 +126,7 @@ TEST_P(TeStoppedTarget, DeadlinePassesTaskTimesOutThenTheEngineRecovers) {
   ASSERT_GE(seg, 0);
   std::vector<uint8_t> local(4096);
   ASSERT_EQ(engine->registerLocalMemory(local.data(), local.size()), 0);
-  target.signal(SIGSTOP);
+  target.freeze();
   auto r = run_batch(*engine, {{TransferRequest::READ, local.data(), seg, target.addr(), 4096}});
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].s, TIMEOUT);
