@@ -71,8 +71,8 @@ bool url_decode(std::string_view in, std::string* out) {
   return true;
 }
 
-ParseState parse_request(std::string_view buf, size_t max_header, size_t max_body,
-                         HttpRequest* req, size_t* consumed, int* status, std::string* error) {
+ParseState parse_request(std::string_view buf, size_t max_header, size_t max_body, HttpRequest* req,
+                         size_t* consumed, int* status, std::string* error) {
   const size_t head_end = buf.find("\r\n\r\n");
   if (head_end == std::string_view::npos) {
     if (buf.size() > max_header) {
@@ -82,8 +82,8 @@ ParseState parse_request(std::string_view buf, size_t max_header, size_t max_bod
     return ParseState::NeedMore;
   }
   if (head_end > max_header) {
-    return bad(431, "request headers longer than " + std::to_string(max_header) + " bytes",
-               status, error);
+    return bad(431, "request headers longer than " + std::to_string(max_header) + " bytes", status,
+               error);
   }
   *req = HttpRequest{};
   std::string_view head = buf.substr(0, head_end);
@@ -99,11 +99,11 @@ ParseState parse_request(std::string_view buf, size_t max_header, size_t max_bod
   const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   const std::string_view version = line.substr(sp2 + 1);
   if (version != "HTTP/1.1" && version != "HTTP/1.0") {
-    return bad(505, "unsupported protocol version \"" + std::string(version) + "\"", status,
-               error);
+    return bad(505, "unsupported protocol version \"" + std::string(version) + "\"", status, error);
   }
   req->keep_alive = version == "HTTP/1.1";
-  if (target.empty() || target[0] != '/') return bad(400, "malformed request target", status, error);
+  if (target.empty() || target[0] != '/')
+    return bad(400, "malformed request target", status, error);
   const size_t qmark = target.find('?');
   req->path = std::string(target.substr(0, qmark));
   if (qmark != std::string_view::npos && !parse_query(target.substr(qmark + 1), &req->query)) {
@@ -139,8 +139,9 @@ ParseState parse_request(std::string_view buf, size_t max_header, size_t max_bod
     }
   }
   if (length > max_body) {
-    return bad(413, "body of " + std::to_string(length) + " bytes exceeds the limit of " +
-                        std::to_string(max_body),
+    return bad(413,
+               "body of " + std::to_string(length) + " bytes exceeds the limit of " +
+                   std::to_string(max_body),
                status, error);
   }
   const size_t body_at = head_end + 4;

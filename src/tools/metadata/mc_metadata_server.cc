@@ -81,8 +81,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   MetadataServer* s = server->get();
-  std::cout << "mc_metadata_server: listening on " << options.host << ":" << s->port()
-            << std::endl;
+  std::cout << "mc_metadata_server: listening on " << options.host << ":" << s->port() << std::endl;
   std::thread acceptor([s] { s->run(); });
   int sig = 0;
   sigwait(&stop_signals, &sig);

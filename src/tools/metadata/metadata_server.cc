@@ -83,8 +83,8 @@ ucs::Result<std::unique_ptr<MetadataServer>> MetadataServer::create(const Server
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* res = nullptr;
-  const int gai = getaddrinfo(options.host.c_str(), std::to_string(options.port).c_str(), &hints,
-                              &res);
+  const int gai =
+      getaddrinfo(options.host.c_str(), std::to_string(options.port).c_str(), &hints, &res);
   if (gai != 0) {
     *error = "cannot resolve " + where + ": " + gai_strerror(gai);
     return ucs::Status::InvalidParam;
@@ -113,9 +113,9 @@ ucs::Result<std::unique_ptr<MetadataServer>> MetadataServer::create(const Server
   sockaddr_storage bound{};
   socklen_t len = sizeof(bound);
   getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  const uint16_t port = ntohs(bound.ss_family == AF_INET6
-                                  ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                  : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  const uint16_t port =
+      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return std::unique_ptr<MetadataServer>(new MetadataServer(options, fd, port));
 }
 

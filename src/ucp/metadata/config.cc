@@ -11,10 +11,11 @@ namespace cfg = ucs::config;
 const cfg::Table& metadata_config_table() {
   static const cfg::Table table(
       "metadata", "",
-      {cfg::field("METADATA_KEY_PREFIX", "mooncake",
-                  "Prefix of every metadata key: <prefix>/rpc_meta/<server>, <prefix>/ram/<segment>, "
-                  "<prefix>/nvmeof/<segment>.",
-                  &MetadataConfig::key_prefix, cfg::string_parser()),
+      {cfg::field(
+           "METADATA_KEY_PREFIX", "mooncake",
+           "Prefix of every metadata key: <prefix>/rpc_meta/<server>, <prefix>/ram/<segment>, "
+           "<prefix>/nvmeof/<segment>.",
+           &MetadataConfig::key_prefix, cfg::string_parser()),
        cfg::field("METADATA_TIMEOUT", "5s",
                   "Bound of one request to the metadata server (http, etcd, redis), connecting "
                   "included; an unreachable server fails within it.",

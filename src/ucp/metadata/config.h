@@ -15,9 +15,9 @@ namespace mc::metadata {
 
 /// The shared metadata knobs, as read from the environment or config files.
 struct MetadataConfig {
-  std::string key_prefix;                   ///< MC_METADATA_KEY_PREFIX
-  ucs::config::Duration timeout{};          ///< MC_METADATA_TIMEOUT: bound of one request
-  ucs::config::Duration etcd_lease_ttl{};   ///< MC_ETCD_LEASE_TTL: lease of leased keys
+  std::string key_prefix;                  ///< MC_METADATA_KEY_PREFIX
+  ucs::config::Duration timeout{};         ///< MC_METADATA_TIMEOUT: bound of one request
+  ucs::config::Duration etcd_lease_ttl{};  ///< MC_ETCD_LEASE_TTL: lease of leased keys
 };
 
 /// The table of MetadataConfig (global knobs, prefix "MC_").

@@ -48,10 +48,9 @@ std::string url_escape(const std::string& s) {
   return out;
 }
 
-ucs::Status curl_request(const std::string& method, const std::string& url,
-                         const std::string* body, const char* content_type,
-                         std::chrono::milliseconds timeout, const std::string& shown_url,
-                         HttpReply* reply, std::string* error) {
+ucs::Status curl_request(const std::string& method, const std::string& url, const std::string* body,
+                         const char* content_type, std::chrono::milliseconds timeout,
+                         const std::string& shown_url, HttpReply* reply, std::string* error) {
   curl_init_once();
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) {

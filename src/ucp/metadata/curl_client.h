@@ -28,9 +28,8 @@ std::string url_escape(const std::string& s);
 /// failure returns IoError (Timeout when the bound passed) and sets `*error`
 /// to "<shown_url>: <cause>", e.g. "etcd://127.0.0.1:1: connection refused".
 /// Any HTTP status is Ok here: the caller maps it.
-ucs::Status curl_request(const std::string& method, const std::string& url,
-                         const std::string* body, const char* content_type,
-                         std::chrono::milliseconds timeout, const std::string& shown_url,
-                         HttpReply* reply, std::string* error);
+ucs::Status curl_request(const std::string& method, const std::string& url, const std::string* body,
+                         const char* content_type, std::chrono::milliseconds timeout,
+                         const std::string& shown_url, HttpReply* reply, std::string* error);
 
 }  // namespace mc::metadata

@@ -61,8 +61,7 @@ class FieldReader {
   }
 
   // The member `name` of object `obj` (at `path`), or null after a failure.
-  const json::Value* member(const json::Value& obj, const std::string& path,
-                            const char* name) {
+  const json::Value* member(const json::Value& obj, const std::string& path, const char* name) {
     if (!ok_) return nullptr;
     const json::Value* v = obj.find(name);
     if (v == nullptr) {
@@ -78,8 +77,8 @@ class FieldReader {
                           json::type_name(v.type()));
   }
 
-  bool string(const json::Value& obj, const std::string& path, const char* name,
-              std::string* out, bool non_empty = true) {
+  bool string(const json::Value& obj, const std::string& path, const char* name, std::string* out,
+              bool non_empty = true) {
     const json::Value* v = member(obj, path, name);
     if (v == nullptr || !type(*v, path + name, json::Type::String)) return false;
     if (non_empty && v->as_string()->empty()) return fail(path + name, "empty");
@@ -92,12 +91,12 @@ class FieldReader {
     const json::Value* v = member(obj, path, name);
     if (v == nullptr) return false;
     if (!v->as_uint()) {
-      return fail(path + name, std::string("expected an unsigned integer, got ") +
-                                   json::type_name(v->type()));
+      return fail(path + name,
+                  std::string("expected an unsigned integer, got ") + json::type_name(v->type()));
     }
     if (*v->as_uint() > max) {
-      return fail(path + name, std::to_string(*v->as_uint()) + " is larger than " +
-                                   std::to_string(max));
+      return fail(path + name,
+                  std::to_string(*v->as_uint()) + " is larger than " + std::to_string(max));
     }
     *out = *v->as_uint();
     return true;
@@ -114,8 +113,8 @@ class FieldReader {
       const int hi = hex_digit(text[i]);
       const int lo = hex_digit(text[i + 1]);
       if (hi < 0 || lo < 0) {
-        return fail(path + name, "not a hex digit at position " +
-                                     std::to_string(hi < 0 ? i : i + 1));
+        return fail(path + name,
+                    "not a hex digit at position " + std::to_string(hi < 0 ? i : i + 1));
       }
       out->push_back(static_cast<uint8_t>(hi << 4 | lo));
     }
@@ -147,8 +146,7 @@ class FieldReader {
 };
 
 // Parses `text` as an object; BadData with the parser's reason otherwise.
-Status parse_object(std::string_view text, const char* what, json::Value* out,
-                    std::string* error) {
+Status parse_object(std::string_view text, const char* what, json::Value* out, std::string* error) {
   std::string why;
   ucs::Result<json::Value> v = json::parse(text, &why);
   if (!v.ok()) {
@@ -156,7 +154,8 @@ Status parse_object(std::string_view text, const char* what, json::Value* out,
     return Status::BadData;
   }
   if (!v->is_object()) {
-    if (error) *error = std::string(what) + ": expected an object, got " + json::type_name(v->type());
+    if (error)
+      *error = std::string(what) + ": expected an object, got " + json::type_name(v->type());
     return Status::BadData;
   }
   *out = std::move(*v);

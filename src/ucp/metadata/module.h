@@ -27,14 +27,16 @@ int create_factory(void** object, char* err, size_t err_len) {
   return -1;
 }
 
-inline void destroy_factory(void* object) { delete static_cast<StoreFactory*>(object); }
+inline void destroy_factory(void* object) {
+  delete static_cast<StoreFactory*>(object);
+}
 
 }  // namespace mc::metadata::detail
 
 /// Defines the entry symbol of a metadata module whose factory class is
 /// `FactoryT` (default-constructible). The module file must be named
 /// libmc_metadata_<name>.so: MC_METADATA_MODULE_DEFINE("etcd", "1.0", EtcdFactory)
-#define MC_METADATA_MODULE_DEFINE(name_, version_, FactoryT)                         \
-  MC_MODULE_DEFINE("metadata", name_, version_, ::mc::metadata::kStoreApiVersion,   \
-                   ::mc::metadata::detail::create_factory<FactoryT>,               \
+#define MC_METADATA_MODULE_DEFINE(name_, version_, FactoryT)                      \
+  MC_MODULE_DEFINE("metadata", name_, version_, ::mc::metadata::kStoreApiVersion, \
+                   ::mc::metadata::detail::create_factory<FactoryT>,              \
                    ::mc::metadata::detail::destroy_factory)

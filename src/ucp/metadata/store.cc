@@ -119,9 +119,9 @@ Result<std::unique_ptr<Store>> open_store(const std::string& conn, const StoreOp
                                            ucs::module_state_name(m.state) + ": " + m.reason);
     }
   }
-  return fail(Status::Unsupported,
-              "metadata: the " + backend + " backend for \"" + conn + "\" is not available: no " +
-                  "libmc_metadata_" + backend + ".so in the module path " + search_path_text());
+  return fail(Status::Unsupported, "metadata: the " + backend + " backend for \"" + conn +
+                                       "\" is not available: no " + "libmc_metadata_" + backend +
+                                       ".so in the module path " + search_path_text());
 }
 
 }  // namespace mc::metadata

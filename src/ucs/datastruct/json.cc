@@ -106,8 +106,7 @@ class Parser {
     Value v;
     if (text_.size() > limits_.max_size) {
       fail(limits_.max_size, "input of " + std::to_string(text_.size()) +
-                                 " bytes exceeds the limit of " +
-                                 std::to_string(limits_.max_size));
+                                 " bytes exceeds the limit of " + std::to_string(limits_.max_size));
     } else {
       skip_ws();
       if (value(&v, 0)) {
@@ -232,10 +231,14 @@ class Parser {
     for (int i = 0; i < 4; ++i) {
       const char c = text_[pos_ + i];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= c - '0';
-      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-      else return fail(pos_ + i, "invalid hex digit in a \\u escape");
+      if (c >= '0' && c <= '9')
+        v |= c - '0';
+      else if (c >= 'a' && c <= 'f')
+        v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        v |= c - 'A' + 10;
+      else
+        return fail(pos_ + i, "invalid hex digit in a \\u escape");
     }
     pos_ += 4;
     *cp = v;
@@ -299,10 +302,14 @@ class Parser {
     const auto b0 = static_cast<uint8_t>(text_[pos_]);
     size_t n = 0;
     uint32_t cp = 0;
-    if (b0 >= 0xc2 && b0 <= 0xdf) n = 1, cp = b0 & 0x1f;
-    else if (b0 >= 0xe0 && b0 <= 0xef) n = 2, cp = b0 & 0x0f;
-    else if (b0 >= 0xf0 && b0 <= 0xf4) n = 3, cp = b0 & 0x07;
-    else return fail(at, "invalid UTF-8 lead byte in a string");
+    if (b0 >= 0xc2 && b0 <= 0xdf)
+      n = 1, cp = b0 & 0x1f;
+    else if (b0 >= 0xe0 && b0 <= 0xef)
+      n = 2, cp = b0 & 0x0f;
+    else if (b0 >= 0xf0 && b0 <= 0xf4)
+      n = 3, cp = b0 & 0x07;
+    else
+      return fail(at, "invalid UTF-8 lead byte in a string");
     if (text_.size() - pos_ - 1 < n) return fail(at, "truncated UTF-8 sequence in a string");
     for (size_t i = 1; i <= n; ++i) {
       const auto b = static_cast<uint8_t>(text_[pos_ + i]);

@@ -115,14 +115,18 @@ inline Value::Value(double d) : type_(Type::Double), d_(d) {}
 inline Value::Value(std::string s) : type_(Type::String), s_(std::move(s)) {}
 inline Value::Value(std::string_view s) : Value(std::string(s)) {}
 inline Value::Value(const char* s) : Value(std::string(s)) {}
-inline Value Value::array() { return Value(Type::Array); }
-inline Value Value::object() { return Value(Type::Object); }
+inline Value Value::array() {
+  return Value(Type::Array);
+}
+inline Value Value::object() {
+  return Value(Type::Object);
+}
 inline Value::Value(Type t) : type_(t) {}
 
 /// Bounds of parse(). Inputs past them are refused, not truncated.
 struct Limits {
-  size_t max_size = size_t{64} << 20;  ///< bytes of the whole text
-  size_t max_depth = 64;               ///< nesting of arrays and objects
+  size_t max_size = size_t{64} << 20;    ///< bytes of the whole text
+  size_t max_depth = 64;                 ///< nesting of arrays and objects
   size_t max_string = size_t{16} << 20;  ///< bytes of one decoded string
 };
 
@@ -131,8 +135,7 @@ struct Limits {
 /// "offset 12: unterminated string". Strings must be valid UTF-8; \u escapes,
 /// surrogate pairs included, are decoded to UTF-8; duplicate object keys are
 /// refused. Never throws, never reads past `text`.
-Result<Value> parse(std::string_view text, std::string* error = nullptr,
-                    const Limits& limits = {});
+Result<Value> parse(std::string_view text, std::string* error = nullptr, const Limits& limits = {});
 
 /// Writes `value` compactly (no spaces). Control characters, '"' and '\\'
 /// are escaped; other bytes are written as they are (strings should be UTF-8

@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,8 +14,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cerrno>
 #include <chrono>
@@ -91,7 +90,9 @@ bool exchange(int fd, const std::string& out, std::string* in, int timeout_ms,
   }
 }
 
-bool redis_reply_complete(const std::string& in) { return in.find("\r\n") != std::string::npos; }
+bool redis_reply_complete(const std::string& in) {
+  return in.find("\r\n") != std::string::npos;
+}
 
 }  // namespace
 
@@ -99,9 +100,9 @@ int http_request(uint16_t port, const std::string& method, const std::string& ta
                  const std::string& body_out, std::string* body, int timeout_ms) {
   const int fd = connect_loopback(port, timeout_ms);
   if (fd < 0) return 0;
-  std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" +
-                    std::to_string(port) + "\r\nConnection: close\r\nContent-Length: " +
-                    std::to_string(body_out.size()) + "\r\n\r\n" + body_out;
+  std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                    "\r\nConnection: close\r\nContent-Length: " + std::to_string(body_out.size()) +
+                    "\r\n\r\n" + body_out;
   std::string in;
   const bool ok = exchange(fd, req, &in, timeout_ms, nullptr);
   close(fd);
@@ -184,10 +185,23 @@ std::string Services::start_etcd() {
   if (client == 0 || peer == 0) return "";
   const std::string c = "http://127.0.0.1:" + std::to_string(client);
   const std::string pr = "http://127.0.0.1:" + std::to_string(peer);
-  p.argv = {bin, "--name", "mc-test", "--data-dir", dir_ + "/etcd",
-            "--listen-client-urls", c, "--advertise-client-urls", c,
-            "--listen-peer-urls", pr, "--initial-advertise-peer-urls", pr,
-            "--initial-cluster", "mc-test=" + pr, "--initial-cluster-state", "new"};
+  p.argv = {bin,
+            "--name",
+            "mc-test",
+            "--data-dir",
+            dir_ + "/etcd",
+            "--listen-client-urls",
+            c,
+            "--advertise-client-urls",
+            c,
+            "--listen-peer-urls",
+            pr,
+            "--initial-advertise-peer-urls",
+            pr,
+            "--initial-cluster",
+            "mc-test=" + pr,
+            "--initial-cluster-state",
+            "new"};
   p.port = client;
   p.url = "etcd://127.0.0.1:" + std::to_string(client);
   p.log = dir_ + "/etcd.log";
@@ -207,8 +221,11 @@ std::string Services::start_redis(const std::string& password) {
   if (p.port == 0) return "";
   redis_password_ = password;
   fs::create_directories(dir_ + "/redis");
-  p.argv = {bin, "--port", std::to_string(p.port), "--bind", "127.0.0.1", "--save", "",
-            "--appendonly", "no", "--dir", dir_ + "/redis", "--daemonize", "no"};
+  p.argv = {bin,      "--port",        std::to_string(p.port),
+            "--bind", "127.0.0.1",     "--save",
+            "",       "--appendonly",  "no",
+            "--dir",  dir_ + "/redis", "--daemonize",
+            "no"};
   if (!password.empty()) {
     p.argv.push_back("--requirepass");
     p.argv.push_back(password);
@@ -303,8 +320,8 @@ bool Services::wait_ready(Service service) {
     if (answers(service)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ADD_FAILURE() << "services: " << p.name << " did not answer on 127.0.0.1:" << p.port
-                << " within " << kReadyTimeout.count() << " s; its log ends with:\n"
+  ADD_FAILURE() << "services: " << p.name << " did not answer on 127.0.0.1:" << p.port << " within "
+                << kReadyTimeout.count() << " s; its log ends with:\n"
                 << log_tail(service);
   end(service, false);
   return false;
@@ -327,9 +344,13 @@ void Services::end(Service service, bool graceful) {
   p.pid = -1;
 }
 
-void Services::stop(Service service) { end(service, true); }
+void Services::stop(Service service) {
+  end(service, true);
+}
 
-void Services::kill(Service service) { end(service, false); }
+void Services::kill(Service service) {
+  end(service, false);
+}
 
 bool Services::restart(Service service) {
   Proc& p = proc(service);
@@ -341,11 +362,17 @@ bool Services::restart(Service service) {
   return launch(service);
 }
 
-bool Services::running(Service service) const { return proc(service).pid > 0; }
+bool Services::running(Service service) const {
+  return proc(service).pid > 0;
+}
 
-uint16_t Services::port(Service service) const { return proc(service).port; }
+uint16_t Services::port(Service service) const {
+  return proc(service).port;
+}
 
-std::string Services::url(Service service) const { return proc(service).url; }
+std::string Services::url(Service service) const {
+  return proc(service).url;
+}
 
 std::string Services::log_tail(Service service) const {
   std::ifstream in(proc(service).log);

@@ -2,8 +2,8 @@
 // The real-services fixture itself: each service starts and answers, stops
 // (refuses connections), restarts on the same port with its data, and a
 // missing binary is a failure naming it.
-#include <gtest/gtest.h>
 #include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <string>

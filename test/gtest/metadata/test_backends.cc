@@ -4,11 +4,10 @@
 // values with every byte, malformed stored values, a server stopped and
 // restarted, and unreachable or silent servers failing within the bound.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <memory>
@@ -32,7 +31,8 @@ StoreOptions short_options() {
   return o;
 }
 
-std::unique_ptr<Store> open_ok(const std::string& conn, const StoreOptions& options = short_options()) {
+std::unique_ptr<Store> open_ok(const std::string& conn,
+                               const StoreOptions& options = short_options()) {
   std::string error;
   Result<std::unique_ptr<Store>> store = open_store(conn, options, &error);
   EXPECT_TRUE(store.ok()) << conn << ": " << error;
@@ -84,7 +84,9 @@ struct Backend {
   std::string (*conn_for_port)(uint16_t port);
 };
 
-void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
+void PrintTo(const Backend& b, std::ostream* os) {
+  *os << b.name;
+}
 
 class MetadataBackend : public testing::TestWithParam<Backend> {
  protected:
@@ -197,8 +199,12 @@ TEST_P(MetadataBackend, SilentServerFailsWithTimeout) {
   EXPECT_NE(error.find("no answer within 300 ms"), std::string::npos) << error;
 }
 
-std::string etcd_conn(uint16_t port) { return "etcd://127.0.0.1:" + std::to_string(port); }
-std::string redis_conn(uint16_t port) { return "redis://127.0.0.1:" + std::to_string(port); }
+std::string etcd_conn(uint16_t port) {
+  return "etcd://127.0.0.1:" + std::to_string(port);
+}
+std::string redis_conn(uint16_t port) {
+  return "redis://127.0.0.1:" + std::to_string(port);
+}
 std::string http_conn(uint16_t port) {
   return "http://127.0.0.1:" + std::to_string(port) + "/metadata";
 }

@@ -137,8 +137,8 @@ TEST(MetadataDescriptors, SegmentErrorsNameTheField) {
             "unsigned integer");
   EXPECT_EQ(segment_error(replace(",\"generation\":18446744073709551615", "")),
             "segment descriptor: field generation: missing");
-  EXPECT_EQ(segment_error(replace("\"buffers\":[", "\"buffers\":{\"a\":[")).rfind(
-                "segment descriptor: not valid JSON", 0),
+  EXPECT_EQ(segment_error(replace("\"buffers\":[", "\"buffers\":{\"a\":["))
+                .rfind("segment descriptor: not valid JSON", 0),
             0u);
   EXPECT_EQ(segment_error("\"just a string\""),
             "segment descriptor: expected an object, got string");
@@ -156,7 +156,8 @@ TEST(MetadataDescriptors, EveryTruncationOfASegmentIsAnError) {
 TEST(MetadataDescriptors, FileSegmentRoundTripAndErrors) {
   FileSegmentDesc f;
   f.server_name = "storage1";
-  f.buffers.push_back({uint64_t{1} << 40, "/dev/nvme0n1", {{"host-a", "/mnt/a"}, {"host-b", "/b"}}});
+  f.buffers.push_back(
+      {uint64_t{1} << 40, "/dev/nvme0n1", {{"host-a", "/mnt/a"}, {"host-b", "/b"}}});
   std::string error;
   auto back = decode_file_segment(encode(f), &error);
   ASSERT_TRUE(back.ok()) << error;
@@ -166,11 +167,11 @@ TEST(MetadataDescriptors, FileSegmentRoundTripAndErrors) {
   EXPECT_EQ(back->buffers[0].length, uint64_t{1} << 40);
   EXPECT_EQ(back->buffers[0].file_path, "/dev/nvme0n1");
   EXPECT_EQ(back->buffers[0].local_path_map, f.buffers[0].local_path_map);
-  EXPECT_FALSE(decode_file_segment(
-                   R"({"server_name":"s","protocol":"nvmeof","buffers":[{"length":1,)"
-                   R"("file_path":"/f","local_path_map":{"h":2}}]})",
-                   &error)
-                   .ok());
+  EXPECT_FALSE(
+      decode_file_segment(R"({"server_name":"s","protocol":"nvmeof","buffers":[{"length":1,)"
+                          R"("file_path":"/f","local_path_map":{"h":2}}]})",
+                          &error)
+          .ok());
   EXPECT_EQ(error,
             "file segment descriptor: field buffers[0].local_path_map.h: expected string, got "
             "unsigned integer");
@@ -196,8 +197,7 @@ TEST(MetadataStore, OpenRefusesWhatNoBackendUnderstands) {
   EXPECT_EQ(open_store("ftp://x/y", StoreOptions{}, &error).status(), ucs::Status::InvalidParam);
   EXPECT_NE(error.find("\"ftp://x/y\" is not a metadata connection string"), std::string::npos)
       << error;
-  EXPECT_EQ(open_store("P2PHANDSHAKE", StoreOptions{}, &error).status(),
-            ucs::Status::InvalidParam);
+  EXPECT_EQ(open_store("P2PHANDSHAKE", StoreOptions{}, &error).status(), ucs::Status::InvalidParam);
   EXPECT_NE(error.find("P2PHANDSHAKE has no store"), std::string::npos) << error;
 }
 

@@ -2,11 +2,10 @@
 // Backend-specific behaviour against the real servers: etcd leases (a killed
 // writer's keys expire, a live one's do not), etcd endpoint failover, redis
 // passwords and database indexes from the URL and from the knobs.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>

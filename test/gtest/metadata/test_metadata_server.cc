@@ -50,7 +50,8 @@ TEST_F(MetadataServerTest, BadRequestsGetAStatusAndAReason) {
   EXPECT_NE(reply.find("malformed request line"), std::string::npos) << reply;
   reply = raw_exchange(port_, "GET /health HTTP/2.0\r\n\r\n");
   EXPECT_EQ(reply.rfind("HTTP/1.1 505 ", 0), 0u) << reply;
-  reply = raw_exchange(port_, "PUT /metadata?key=a HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n");
+  reply =
+      raw_exchange(port_, "PUT /metadata?key=a HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n");
   EXPECT_EQ(reply.rfind("HTTP/1.1 413 ", 0), 0u) << reply;
   EXPECT_NE(reply.find("exceeds the limit of 67108864"), std::string::npos) << reply;
   reply = raw_exchange(port_, "PUT /metadata?key=a HTTP/1.1\r\nContent-Length: 1x\r\n\r\n");
@@ -83,9 +84,9 @@ TEST(MetadataServerTool, RefusesBadOptionsAndBusyPorts) {
   EXPECT_NE(std::system((bin + " --bogus 2>/dev/null").c_str()), 0);
   const std::string out = services.dir() + "/busy.txt";
   EXPECT_NE(std::system((bin + " --port " + port + " 2>" + out).c_str()), 0);
-  EXPECT_EQ(std::system(("grep -q 'cannot listen on 127.0.0.1:" + port +
-                         ": Address already in use' " + out)
-                            .c_str()),
+  EXPECT_EQ(std::system(
+                ("grep -q 'cannot listen on 127.0.0.1:" + port + ": Address already in use' " + out)
+                    .c_str()),
             0);
   EXPECT_EQ(std::system((bin + " --help >/dev/null").c_str()), 0);
 }

@@ -37,8 +37,8 @@ Status EtcdStore::grant(int64_t* id, int64_t* ttl) {
   *id = json_int64(response["ID"]);
   *ttl = json_int64(response["TTL"]);
   if (*id == 0 || *ttl <= 0) {
-    return fail(Status::IoError, conn_ + ": lease grant answered no lease: " +
-                                     response.toStyledString());
+    return fail(Status::IoError,
+                conn_ + ": lease grant answered no lease: " + response.toStyledString());
   }
   return Status::Ok;
 }

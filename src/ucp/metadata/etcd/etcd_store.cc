@@ -88,8 +88,8 @@ EtcdStore::~EtcdStore() {
   }
 }
 
-Status EtcdStore::call(const std::string& path, const Json::Value& request,
-                       Json::Value* response, bool quiet) {
+Status EtcdStore::call(const std::string& path, const Json::Value& request, Json::Value* response,
+                       bool quiet) {
   const std::string body = to_json(request);
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   const size_t first = current_.load();
@@ -112,8 +112,8 @@ Status EtcdStore::call(const std::string& path, const Json::Value& request,
                           "etcd://" + ep, &reply, &error);
     if (status == Status::Timeout) {
       // Name the whole bound, not what was left of it for this endpoint.
-      error = "etcd://" + ep + ": no answer within " + std::to_string(options_.timeout.count()) +
-              " ms";
+      error =
+          "etcd://" + ep + ": no answer within " + std::to_string(options_.timeout.count()) + " ms";
     }
     if (is_error(status)) {
       causes += (causes.empty() ? "" : "; ") + error;
@@ -135,7 +135,8 @@ Status EtcdStore::call(const std::string& path, const Json::Value& request,
   }
   // One endpoint: its error as it is ("etcd://h:p: connection refused").
   if (quiet) return status;
-  return fail(status, endpoints_.size() == 1 ? causes : conn_ + ": no endpoint answered: " + causes);
+  return fail(status,
+              endpoints_.size() == 1 ? causes : conn_ + ": no endpoint answered: " + causes);
 }
 
 Result<std::string> EtcdStore::get(const std::string& key) {

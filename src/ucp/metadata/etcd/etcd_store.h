@@ -67,10 +67,10 @@ class EtcdStore final : public StoreBase {
   mutable std::mutex lease_lock_;  // guards everything below
   std::condition_variable lease_cv_;
   int64_t lease_id_ = 0;
-  int64_t lease_ttl_ = 0;                       // seconds, as granted
-  std::map<std::string, std::string> leased_;   // re-put after a lost lease
+  int64_t lease_ttl_ = 0;                      // seconds, as granted
+  std::map<std::string, std::string> leased_;  // re-put after a lost lease
   bool stopping_ = false;
-  bool keepalive_failing_ = false;              // logged once per outage
+  bool keepalive_failing_ = false;  // logged once per outage
   std::thread keepalive_;
 };
 

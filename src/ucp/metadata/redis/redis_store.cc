@@ -23,7 +23,7 @@ namespace {
 namespace cfg = ucs::config;
 
 struct RedisConfig {
-  std::string password;  ///< MC_REDIS_PASSWORD
+  std::string password;   ///< MC_REDIS_PASSWORD
   uint64_t db_index = 0;  ///< MC_REDIS_DB_INDEX
 };
 
@@ -191,8 +191,9 @@ class RedisStore final : public StoreBase {
   }
 
   Status unexpected(const char* cmd, const std::string& key, const redisReply* r) {
-    const std::string what = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len)
-                                                          : "reply of type " + std::to_string(r->type);
+    const std::string what = r->type == REDIS_REPLY_ERROR
+                                 ? std::string(r->str, r->len)
+                                 : "reply of type " + std::to_string(r->type);
     return fail(Status::IoError, url_.shown + ": " + cmd + " key \"" + key + "\": " + what);
   }
 
@@ -237,8 +238,8 @@ class RedisStore final : public StoreBase {
       if (reply->type == REDIS_REPLY_ERROR) {
         const std::string why(reply->str, reply->len);
         ctx_.reset();
-        return fail(Status::Rejected, url_.shown + ": SELECT " + std::to_string(db_) +
-                                          " failed: " + why);
+        return fail(Status::Rejected,
+                    url_.shown + ": SELECT " + std::to_string(db_) + " failed: " + why);
       }
     }
     return Status::Ok;
@@ -256,8 +257,8 @@ class RedisStore final : public StoreBase {
     }
     MC_RETURN_IF_ERROR(s);
     if ((*reply)->type == REDIS_REPLY_ERROR) {
-      return fail(Status::Rejected, url_.shown + ": " + args[0] + ": " +
-                                        std::string((*reply)->str, (*reply)->len));
+      return fail(Status::Rejected,
+                  url_.shown + ": " + args[0] + ": " + std::string((*reply)->str, (*reply)->len));
     }
     return Status::Ok;
   }
@@ -289,9 +290,9 @@ class RedisFactory final : public StoreFactory {
       if (error) *error = why;
       return config.status();
     }
-    auto store = std::make_unique<RedisStore>(
-        *url, url->has_password ? url->password : config->password,
-        url->has_db ? url->db : config->db_index, options);
+    auto store =
+        std::make_unique<RedisStore>(*url, url->has_password ? url->password : config->password,
+                                     url->has_db ? url->db : config->db_index, options);
     const Status s = store->connect();
     if (is_error(s)) {
       if (error) *error = store->last_error();
