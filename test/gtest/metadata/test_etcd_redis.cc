@@ -8,10 +8,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/services.h"
 #include "ucp/metadata/store.h"
@@ -138,6 +142,50 @@ TEST(MetadataEtcd, FailsOverToTheNextEndpointAndAcceptsBareHostPort) {
             std::string::npos)
       << error;
   EXPECT_NE(error.find("etcd://127.0.0.1:2: connection refused"), std::string::npos) << error;
+}
+
+TEST(MetadataEtcd, WatchSeesEveryChangeOfItsKeyOnly) {
+  Services services;
+  const std::string conn = services.start_etcd();
+  ASSERT_FALSE(conn.empty());
+  auto watcher = open_ok(conn, options_with_ttl(2));
+  auto writer = open_ok(conn, options_with_ttl(2));
+  ASSERT_TRUE(watcher && writer);
+  ASSERT_TRUE(watcher->supports_watch());
+  std::mutex lock;
+  std::condition_variable cv;
+  std::vector<std::optional<std::string>> seen;
+  ASSERT_EQ(watcher->watch("mooncake/ram/w",
+                           [&](const std::string& key, const std::optional<std::string>& value) {
+                             EXPECT_EQ(key, "mooncake/ram/w");
+                             std::lock_guard<std::mutex> guard(lock);
+                             seen.push_back(value);
+                             cv.notify_all();
+                           }),
+            Status::Ok);
+  // Changes right after watch() returns are not missed.
+  ASSERT_EQ(writer->put("mooncake/ram/w", "one"), Status::Ok);
+  ASSERT_EQ(writer->put("mooncake/ram/other", "x"), Status::Ok);
+  ASSERT_EQ(writer->put("mooncake/ram/w", std::string("t\0o", 3)), Status::Ok);
+  ASSERT_EQ(writer->remove("mooncake/ram/w"), Status::Ok);
+  std::unique_lock<std::mutex> guard(lock);
+  // A safety bound, not a speed check.
+  cv.wait_for(guard, std::chrono::seconds(30), [&] { return seen.size() >= 3; });
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0], std::optional<std::string>("one"));
+  EXPECT_EQ(seen[1], std::optional<std::string>(std::string("t\0o", 3)));
+  EXPECT_EQ(seen[2], std::nullopt);
+}
+
+TEST(MetadataRedis, WatchIsUnsupported) {
+  Services services;
+  const std::string conn = services.start_redis();
+  ASSERT_FALSE(conn.empty());
+  auto store = open_ok(conn, options_with_ttl(0));
+  ASSERT_NE(store, nullptr);
+  EXPECT_FALSE(store->supports_watch());
+  EXPECT_EQ(store->watch("k", [](const std::string&, const std::optional<std::string>&) {}),
+            Status::Unsupported);
 }
 
 TEST(MetadataRedis, PasswordFromUrlOrKnob) {

@@ -79,6 +79,8 @@ EtcdStore::~EtcdStore() {
     lease = lease_id_;
   }
   lease_cv_.notify_all();
+  watch_stop_ = true;
+  for (std::thread& t : watchers_) t.join();
   if (keepalive_.joinable()) keepalive_.join();
   if (lease != 0) {
     Json::Value req;

@@ -38,6 +38,10 @@ class EtcdStore final : public StoreBase {
   Status put(const std::string& key, const std::string& value, bool leased) override;
   Status remove(const std::string& key) override;
   std::string url() const override { return conn_; }
+  bool supports_watch() const override { return true; }
+  /// Streams /v3/watch on a thread of its own; reconnects (to the next
+  /// endpoint, from the next revision) when the stream breaks.
+  Status watch(const std::string& key, WatchCallback callback) override;
 
   /// The lease of leased keys, 0 before the first leased put.
   int64_t lease_id() const;
@@ -58,6 +62,9 @@ class EtcdStore final : public StoreBase {
   void keepalive_loop();
   // One keep-alive; re-grants and re-puts the leased keys when etcd lost it.
   void keepalive_once();
+  void watch_loop(std::string key, WatchCallback callback);
+  // One watch stream until it ends; `*revision` advances past each event.
+  void watch_stream(const std::string& key, const WatchCallback& callback, int64_t* revision);
 
   const std::string conn_;
   const std::vector<std::string> endpoints_;  // "host:port"
@@ -72,6 +79,8 @@ class EtcdStore final : public StoreBase {
   bool stopping_ = false;
   bool keepalive_failing_ = false;  // logged once per outage
   std::thread keepalive_;
+  std::vector<std::thread> watchers_;
+  std::atomic<bool> watch_stop_{false};  // read by curl's progress callback
 };
 
 }  // namespace mc::metadata::etcd
