@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Side-by-side benchmark: mc_perftest against ucx_perftest (and iperf3, and
+# Mooncake's transfer_engine_bench when found) on the same transport class,
+# client and server as two processes on this host, alternating rounds
+# (A B A B ...), medians. Classes:
+#   tcp       UCT tcp over lo                 vs UCX -x tcp -d lo
+#   sm        mc sm on its mem_alloc memory   vs UCX best of posix, sysv
+#   cma       mc sm on registered heap (CMA)  vs UCX cma
+#   ucp       UCP, default selection          vs UCX UCP, default UCX_TLS
+#   ucp_tcp   UCP over tcp (-x tcp): am latency, put bandwidth
+#   ucp_get   UCP get over tcp: 8 B and 4 KiB latency, bandwidth from 64 KiB
+#             (both vs UCX UCP with UCX_TLS=tcp)
+# Latency is the median of a run's half round trips (both tools' 50th
+# percentile column), bandwidth the run's overall MB/s (MB = 2^20 B); each
+# figure is the median over the rounds. The output ends with one line per
+# comparison:
+#   cmp=<name> size=<bytes> metric=<lat_us|bw_MBps> mc=<v> peer=<v> ratio=<v>
+#
+#   contrib/bench-compare.sh [--build DIR] [--rounds N] [--classes "tcp sm ..."]
+#       [--sizes "8 4096 ..."] [--quick] [--plot FILE.png] [--mooncake-bench PATH]
+#       [--no-pin] [--out DIR]
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$top/build}
+rounds=3
+classes="tcp sm cma ucp ucp_tcp ucp_get"
+sizes="8 4096 65536 1048576 4194304"
+plot=""
+mooncake=""
+pin=yes
+quick=no
+out=""
+
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --classes) classes=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --plot) plot=$2; shift 2 ;;
+    --mooncake-bench) mooncake=$2; shift 2 ;;
+    --no-pin) pin=no; shift ;;
+    --quick) quick=yes; rounds=1; shift ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) usage 0 ;;
+    *) echo "bench-compare: unknown option '$1'" >&2; usage 2 ;;
+  esac
+done
+
+mc=$build/src/tools/perf/mc_perftest
+[ -x "$mc" ] || { echo "bench-compare: no mc_perftest in $build (build it, or give --build)" >&2; exit 1; }
+[ -n "$out" ] || out=$(mktemp -d /tmp/bench-compare.XXXXXX)
+mkdir -p "$out"
+
+# Peers from Debian packages, installed when missing.
+install_pkg() {  # <command> <package>...
+  command -v "$1" > /dev/null && return 0
+  local cmd=$1; shift
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo -n"
+  echo "bench-compare: installing $* for $cmd"
+  $sudo apt-get install -y -q "$@" > "$out/apt.log" 2>&1 ||
+    { $sudo apt-get update -q > /dev/null 2>&1 && $sudo apt-get install -y -q "$@" >> "$out/apt.log" 2>&1; }
+  command -v "$cmd" > /dev/null || { echo "bench-compare: could not install $* (see $out/apt.log)"; return 1; }
+}
+install_pkg ucx_perftest ucx-utils || exit 1
+install_pkg iperf3 iperf3 || true
+[ -z "$plot" ] || install_pkg gnuplot gnuplot-nox || install_pkg gnuplot gnuplot || plot=""
+
+port=$((30000 + $$ % 20000))
+cpu_c=() cpu_s=()
+[ "$pin" = yes ] && [ "$(nproc)" -ge 2 ] && { cpu_c=(-c 0); cpu_s=(-c 1); }
+
+# The final result row of a CSV report (-v): both tools print the same columns.
+final_row() { grep -E '^ *[0-9]+,' "$1" | tail -1 | tr -d ' '; }
+
+# run_tool <mc|ucx> <metric> <env> <args...>: one client/server run; prints
+# the figure (lat: the 50th percentile column; bw: overall MB/s) or NA.
+run_tool() {
+  local tool=$1 metric=$2 env=$3; shift 3
+  local bin=$mc extra=(--timeout 30) rc=0
+  [ "$tool" = ucx ] && { bin=ucx_perftest; extra=(); }
+  port=$((port + 1))
+  env $env timeout 90 "$bin" -p $port "${cpu_s[@]}" "${extra[@]}" > "$out/server.log" 2>&1 &
+  local server=$!
+  if [ "$tool" = ucx ]; then  # ucx_perftest's client does not retry: wait for the listener
+    for _ in $(seq 50); do ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break; sleep 0.05; done
+  fi
+  env $env timeout 90 "$bin" 127.0.0.1 -p $port "${cpu_c[@]}" "${extra[@]}" -v "$@" \
+    > "$out/client.log" 2>&1 || rc=$?
+  wait $server 2>/dev/null
+  local row
+  row=$(final_row "$out/client.log")
+  if [ $rc -ne 0 ] || [ -z "$row" ]; then
+    { echo "--- $tool $env $* (exit $rc)"; tail -3 "$out/client.log"; } >> "$out/failures.log"
+    echo NA; return
+  fi
+  echo "$row" | awk -F, -v m="$metric" '{ print (m == "lat" ? $2 : $6) }'
+}
+
+median() { tr ' ' '\n' | grep -v '^NA$' | grep . | sort -g | awk '{ v[NR] = $1 }
+  END { if (NR == 0) print "NA"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# Iterations for a size: a run of ~0.2-0.5 s on this kind of machine.
+iters() {  # <lat|bw> <size> [slow]
+  local k=$1 s=$2 n
+  if [ "$k" = lat ]; then
+    if [ "$s" -le 4096 ]; then n=20000; elif [ "$s" -le 65536 ]; then n=2000
+    elif [ "$s" -le 1048576 ]; then n=200; else n=60; fi
+  else
+    if [ "$s" -le 64 ]; then n=200000; elif [ "$s" -le 4096 ]; then n=50000
+    elif [ "$s" -le 65536 ]; then n=5000; elif [ "$s" -le 1048576 ]; then n=300; else n=100; fi
+  fi
+  # UCX's UCP RMA over tcp moves 30-700 MB/s here: fewer large operations.
+  [ "$3" = slow ] && [ "$s" -ge 65536 ] && n=$((n / 5))
+  [ "$quick" = yes ] && n=$((n / 10 > 10 ? n / 10 : 10))
+  echo "-n $n -w $((n / 10 > 2 ? n / 10 : 2))"
+}
+
+# What each class runs at each size: "<test> <mc args> | <peer args>".
+# UCT tests use the same test and, where both offer it, the same layout.
+spec() {  # <class> <lat|bw> <size>
+  local c=$1 k=$2 s=$3
+  case $c.$k in
+    tcp.lat) if [ "$s" -le 4096 ]; then echo "am_lat|-x tcp -d lo -D $([ "$s" -le 8 ] && echo short || echo bcopy)|same"
+             else echo "put_lat|-x tcp -d lo -D zcopy|same"; fi ;;
+    tcp.bw)  if [ "$s" -le 4096 ]; then echo "am_bw|-x tcp -d lo -D $([ "$s" -le 8 ] && echo short || echo bcopy)|same"
+             else echo "put_bw|-x tcp -d lo -D zcopy|same"; fi ;;
+    sm.lat)  if [ "$s" -le 4096 ]; then echo "am_lat|-x sm -D $([ "$s" -le 64 ] && echo short || echo bcopy) --alloc md|-D $([ "$s" -le 64 ] && echo short || echo bcopy)"
+             else echo "put_lat|-x sm -D zcopy --alloc md|-D short"; fi ;;
+    sm.bw)   if [ "$s" -le 4096 ]; then echo "am_bw|-x sm -D $([ "$s" -le 64 ] && echo short || echo bcopy) --alloc md|-D $([ "$s" -le 64 ] && echo short || echo bcopy)"
+             else echo "put_bw|-x sm -D zcopy --alloc md|-D bcopy"; fi ;;
+    cma.lat) echo "put_lat|-x sm -D zcopy --alloc heap|-x cma -d memory -D zcopy" ;;
+    cma.bw)  echo "put_bw|-x sm -D zcopy --alloc heap|-x cma -d memory -D zcopy" ;;
+    ucp.lat) echo "ucp_put_lat||" ;;
+    ucp.bw)  echo "ucp_put_bw||" ;;
+    ucp_tcp.lat) echo "ucp_am_lat|-x tcp|" ;;
+    ucp_tcp.bw)  echo "ucp_put_bw|-x tcp|" ;;
+    ucp_get.lat) [ "$s" -le 4096 ] && echo "ucp_get|-x tcp|" ;;
+    ucp_get.bw)  [ "$s" -ge 65536 ] && echo "ucp_get|-x tcp|" ;;
+  esac
+}
+
+# The peer variants of a class: "<label>:<env>:<transport args, comma
+# separated>" (added to the peer args of spec); the best one counts.
+peers() {  # <class>
+  case $1 in
+    tcp) echo "ucx-tcp::" ;;
+    sm) echo "ucx-posix::-x,posix,-d,memory ucx-sysv::-x,sysv,-d,memory" ;;
+    cma) echo "ucx-cma::" ;;
+    ucp) echo "ucx-ucp::" ;;
+    ucp_tcp|ucp_get) echo "ucx-ucp-tcp:UCX_TLS=tcp,self:" ;;
+  esac
+}
+
+results=$out/results.txt
+: > "$results"
+: > "$out/failures.log"
+start=$SECONDS
+echo "bench-compare: $(date -u '+%F %T UTC'), $(nproc) CPUs, $(uname -r), rounds $rounds, output in $out"
+echo "  mc:  $mc"
+echo "  ucx: $(command -v ucx_perftest) ($(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p'))"
+
+# One comparison row: rounds of mc then each peer variant, alternating.
+compare() {  # <class> <lat|bw> <size>
+  local c=$1 k=$2 s=$3 line test mc_args peer_args
+  line=$(spec "$c" "$k" "$s")
+  [ -n "$line" ] || return 0
+  test=${line%%|*}; line=${line#*|}; mc_args=${line%%|*}; peer_args=${line#*|}
+  [ "$peer_args" = same ] && peer_args=$mc_args
+  local it; it=$(iters "$k" "$s" "$([ "${c#ucp_}" != "$c" ] && echo slow)")
+  # UCX's ucp_get over tcp takes ~1 ms per operation here.
+  [ "$test" = ucp_get ] && [ "$s" -le 1048576 ] && it="-n 500 -w 20"
+  local mc_vals="" variants; variants=$(peers "$c")
+  declare -A pv=()
+  for ((r = 1; r <= rounds; r++)); do
+    # shellcheck disable=SC2086
+    mc_vals+=" $(run_tool mc "$k" "" -t "$test" -s "$s" $it $mc_args)"
+    for v in $variants; do
+      local label=${v%%:*} rest=${v#*:}; local env=${rest%%:*} vargs=${rest#*:}
+      vargs=${vargs//,/ }
+      # shellcheck disable=SC2086
+      pv[$label]+=" $(run_tool ucx "$k" "$env" -t "$test" -s "$s" $it $vargs $peer_args)"
+    done
+  done
+  local mc_med best="NA" best_label="" med
+  mc_med=$(echo "$mc_vals" | median)
+  for v in $variants; do
+    local label=${v%%:*}
+    med=$(echo "${pv[$label]}" | median)
+    echo "$c $k $s $label $med${pv[$label]}" >> "$out/peers.txt"
+    [ "$med" = NA ] && continue
+    if [ "$best" = NA ] || awk -v a="$med" -v b="$best" -v k="$k" 'BEGIN { exit !((k == "lat") ? a < b : a > b) }'; then
+      best=$med; best_label=$label
+    fi
+  done
+  echo "$c $k $s $test $mc_med $best ${best_label:-none}" >> "$results"
+  printf '  %-8s %-3s %8s  %-12s mc %10s  %-12s %10s   (%ds)\n' "$c" "$k" "$s" "$test" "$mc_med" \
+    "${best_label:-peer}" "$best" $((SECONDS - start))
+}
+
+for c in $classes; do
+  for s in $sizes; do
+    compare "$c" lat "$s"
+    compare "$c" bw "$s"
+  done
+done
+
+# Machine limits at each size (memcpy, kernel TCP, TCP ping-pong), and
+# iperf3's TCP throughput over 127.0.0.1 as a second opinion.
+for s in $sizes; do
+  "$mc" --limits -s "$s" -v 2>/dev/null | awk -v s="$s" -F: '
+    /memcpy/ { split($2, a, " "); m = a[1] } /one stream/ { split($2, a, " "); t = a[1] }
+    /ping-pong/ { split($2, a, " "); l = a[1] } END { print s, m, t, l }' >> "$out/limits.txt"
+  if command -v iperf3 > /dev/null && [ "$s" -ge 65536 ]; then
+    port=$((port + 1))
+    iperf3 -s -1 -p $port > /dev/null 2>&1 &
+    sleep 0.3
+    bw=$(iperf3 -c 127.0.0.1 -p $port -t 2 -l "$s" -J 2>/dev/null |
+         awk -F: '/"bits_per_second"/ { v = $2 } END { gsub(/[ ,]/, "", v); if (v != "") printf "%.2f", v / 8 / 1048576 }')
+    wait 2>/dev/null
+    [ -n "$bw" ] && echo "$s $bw" >> "$out/iperf3.txt"
+  fi
+done
+
+limit_of() {  # <class> <lat|bw> <size> <mc value>: fraction of the machine's limit
+  awk -v c="$1" -v k="$2" -v s="$3" -v v="$4" '
+    $1 == s { mem = $2; tcp = $3; lat = $4 }
+    END {
+      if (v == "NA" || v <= 0) { print "-"; exit }
+      net = (c == "tcp" || c ~ /^ucp_/)
+      if (k == "bw") printf "%.0f%% of %s", 100 * v / (net ? tcp : mem), net ? "kernel TCP" : "memcpy"
+      else if (net && s <= 8) printf "%.0f%% of TCP ping-pong", 100 * lat / v
+      else print "-"
+    }' "$out/limits.txt"
+}
+
+echo
+echo "Results: lat = median half round trip in usec (lower is better), bw = MB/s with MB = 2^20 B"
+echo "(higher is better); ratio = mc / peer; medians of $rounds alternating rounds."
+printf '%-8s %-4s %9s %-12s %12s %12s %-12s %7s  %s\n' class kind size test mc peer "(peer)" ratio "mc vs machine limit"
+parsable=()
+while read -r c k s test mcv peerv label; do
+  ratio=$(awk -v a="$mcv" -v b="$peerv" 'BEGIN { if (a == "NA" || b == "NA" || b <= 0) print "NA"; else printf "%.2f", a / b }')
+  printf '%-8s %-4s %9s %-12s %12s %12s %-12s %7s  %s\n' "$c" "$k" "$s" "$test" "$mcv" "$peerv" "$label" "$ratio" \
+    "$(limit_of "$c" "$k" "$s" "$mcv")"
+  parsable+=("cmp=${c}_${test} size=$s metric=$([ "$k" = lat ] && echo lat_us || echo bw_MBps) mc=$mcv peer=$peerv ratio=$ratio")
+done < "$results"
+
+# mc's own comparisons: UCP over UCT on tcp, and iperf3 against mc tcp.
+value() { awk -v c="$1" -v k="$2" -v s="$3" '$1 == c && $2 == k && $3 == s { print $5 }' "$results"; }
+if [ -f "$out/iperf3.txt" ]; then
+  while read -r s bw; do
+    v=$(value tcp bw "$s"); [ -n "$v" ] || continue
+    parsable+=("cmp=tcp_put_bw_vs_iperf3 size=$s metric=bw_MBps mc=$v peer=$bw ratio=$(awk -v a="$v" -v b="$bw" 'BEGIN { printf "%.2f", (a == "NA") ? 0 : a / b }')")
+  done < "$out/iperf3.txt"
+fi
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "NA" || b == "NA" || b <= 0) ? "NA" : sprintf("%.2f", a / b) }'; }
+for s in $sizes; do
+  u=$(value tcp bw "$s")
+  for what in ucp_tcp:ucp_put_bw ucp_get:ucp_get; do
+    p=$(value "${what%%:*}" bw "$s")
+    [ -n "$u" ] && [ -n "$p" ] && parsable+=("cmp=mc_${what#*:}_vs_uct_tcp size=$s metric=bw_MBps mc=$p peer=$u ratio=$(ratio "$p" "$u")")
+  done
+done
+u=$(value tcp lat 8); for what in ucp_tcp:ucp_am_lat ucp_get:ucp_get; do
+  p=$(value "${what%%:*}" lat 8)
+  [ -n "$u" ] && [ -n "$p" ] && parsable+=("cmp=mc_${what#*:}_vs_uct_tcp_am_lat size=8 metric=lat_us mc=$p peer=$u ratio=$(ratio "$p" "$u")")
+done
+
+# Mooncake's Transfer Engine benchmark, when there is one.
+[ -n "$mooncake" ] || mooncake=$(command -v transfer_engine_bench || true)
+echo
+if [ -z "$mooncake" ] || [ ! -x "$mooncake" ]; then
+  echo "Transfer Engine comparison: transfer_engine_bench not found (give --mooncake-bench PATH)"
+elif ! "$mc" -h 2>&1 | grep -q te_write; then
+  echo "Transfer Engine comparison: $mooncake found, but this mc_perftest has no te_write test"
+else
+  for op in write read; do
+    for bs in 65536 1048576; do
+      port=$((port + 1))
+      "$mooncake" --mode=target --metadata_server=P2PHANDSHAKE --local_server_name=127.0.0.1:$port \
+        --protocol=tcp > "$out/te_target.log" 2>&1 &
+      tgt=$!; sleep 1
+      peer=$("$mooncake" --mode=initiator --metadata_server=P2PHANDSHAKE --segment_id=127.0.0.1:$port \
+        --protocol=tcp --operation=$op --batch_size=128 --block_size=$bs --duration=3 --threads=1 2>&1 |
+        sed -n 's/.*throughput \([0-9.]*\) GB\/s.*/\1/p' | tail -1)
+      kill $tgt 2>/dev/null; wait $tgt 2>/dev/null
+      port=$((port + 1))
+      MC_TLS=tcp "$mc" -t te_$op --local_server_name=127.0.0.1:$port > "$out/te_mc_target.log" 2>&1 &
+      tgt=$!; sleep 1
+      mine=$(MC_TLS=tcp "$mc" -t te_$op --segment_id=127.0.0.1:$port --batch_size=128 --block_size=$bs \
+        --duration=3 --threads=1 2>&1 | sed -n 's/.*throughput \([0-9.]*\) GB\/s.*/\1/p' | tail -1)
+      kill $tgt 2>/dev/null; wait $tgt 2>/dev/null
+      parsable+=("cmp=te_${op}_tcp size=$bs metric=bw_GBps mc=${mine:-NA} peer=${peer:-NA} ratio=$(awk -v a="${mine:-0}" -v b="${peer:-0}" 'BEGIN { print (b > 0 && a > 0) ? sprintf("%.2f", a / b) : "NA" }')")
+    done
+  done
+fi
+
+# The plot: bandwidth and latency against size, one line per tool and class.
+if [ -n "$plot" ]; then
+  mkdir -p "$out/plot"
+  rm -f "$out"/plot/*.dat
+  while read -r c k s test mcv peerv label; do
+    [ "$mcv" != NA ] && echo "$s $mcv" >> "$out/plot/$k.mc-$c.dat"
+    [ "$peerv" != NA ] && echo "$s $peerv" >> "$out/plot/$k.ucx-$c.dat"
+  done < "$results"
+  {
+    echo "set terminal pngcairo size 1400,560 font ',10'"
+    echo "set output '$plot'"
+    echo "set multiplot layout 1,2 title 'mc\\_perftest vs ucx\\_perftest, $(nproc) CPUs, $(date -u +%F), medians of $rounds rounds'"
+    echo "set logscale xy; set grid; set key left top; set xlabel 'message size (bytes)'"
+    for k in bw lat; do
+      if [ $k = bw ]; then echo "set ylabel 'bandwidth (MB/s, MB = 2^20 B)'; set key left top"
+      else echo "set ylabel 'latency (usec, median half round trip)'; set key left top"; fi
+      printf "plot "
+      sep=""
+      for f in "$out"/plot/$k.*.dat; do
+        [ -f "$f" ] || continue
+        name=$(basename "$f" .dat); name=${name#$k.}
+        dash=$([ "${name%%-*}" = mc ] && echo 1 || echo 2)
+        printf "%s'%s' using 1:2 with linespoints dt %s lw 2 title '%s'" "$sep" "$f" "$dash" "${name//_/\\_}"
+        sep=", "
+      done
+      echo
+    done
+    echo "unset multiplot"
+  } > "$out/plot.gp"
+  if gnuplot "$out/plot.gp" 2> "$out/gnuplot.log"; then echo "plot: $plot"; else echo "plot failed: $(head -3 "$out/gnuplot.log")"; fi
+fi
+
+[ -s "$out/failures.log" ] && echo "some runs failed (NA): see $out/failures.log"
+echo "machine limits: $(awk '{ printf "%s B: memcpy %s, TCP %s MB/s; ", $1, $2, $3 } END { printf "TCP ping-pong %s usec", $4 }' "$out/limits.txt")"
+echo "total time: $((SECONDS - start)) s"
+echo
+printf '%s\n' "${parsable[@]}"
