@@ -5,6 +5,8 @@
 // MC_METADATA_TIMEOUT.
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -174,8 +176,12 @@ class RedisStore final : public StoreBase {
   std::string url() const override { return url_.shown; }
 
  private:
+  // What is left of the bound of the call in progress (at least 1 ms): a
+  // reconnect after a broken connection shares the call's bound.
   timeval timeout() const {
-    const auto ms = options_.timeout.count() > 0 ? options_.timeout.count() : 1;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline_ - std::chrono::steady_clock::now());
+    const int64_t ms = std::max<int64_t>(left.count(), 1);
     return timeval{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
   }
 
@@ -205,6 +211,7 @@ class RedisStore final : public StoreBase {
       argv.push_back(a.data());
       lens.push_back(a.size());
     }
+    redisSetTimeout(ctx_.get(), timeout());
     reply->reset(static_cast<redisReply*>(
         redisCommandArgv(ctx_.get(), static_cast<int>(args.size()), argv.data(), lens.data())));
     if (!*reply) {
@@ -248,6 +255,7 @@ class RedisStore final : public StoreBase {
   // A command; a connection lost since the last call (server restarted) is
   // re-established once. A NOAUTH error is a refusal, not a value.
   Status command(const std::vector<std::string>& args, ReplyPtr* reply) {
+    deadline_ = std::chrono::steady_clock::now() + options_.timeout;
     const bool reused = ctx_ != nullptr;
     if (!ctx_) MC_RETURN_IF_ERROR(connect_locked());
     Status s = raw(args, reply);
@@ -270,6 +278,7 @@ class RedisStore final : public StoreBase {
   const StoreOptions options_;
   std::mutex lock_;  // guards ctx_: hiredis contexts are not thread-safe
   ContextPtr ctx_{nullptr, redisFree};
+  std::chrono::steady_clock::time_point deadline_;  // of the call in progress
 };
 
 class RedisFactory final : public StoreFactory {
