@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "uct/base/component_loader.h"
@@ -18,6 +19,9 @@ bool find_resource(const std::string& tl_name, const std::string& dev, Resource*
     return false;
   }
   std::vector<std::string> seen;
+  // Without a device named, a network transport runs on loopback; one that
+  // has no loopback device (RDMA NICs loop back inside) on its first device.
+  std::optional<Resource> first_net;
   for (Component* c : load_components()) {
     for (const std::string& md_name : c->md_names()) {
       Result<std::unique_ptr<MemoryDomain>> md = c->md_open(md_name, *sources);
@@ -27,12 +31,17 @@ bool find_resource(const std::string& tl_name, const std::string& dev, Resource*
         if (tl.tl_name != tl_name) continue;
         if (!dev.empty() ? tl.dev_name != dev
                          : tl.dev_type == DeviceType::Net && tl.dev_name != "lo") {
+          if (dev.empty() && !first_net) first_net = Resource{c, md_name, tl};
           continue;
         }
         *out = Resource{c, md_name, tl};
         return true;
       }
     }
+  }
+  if (first_net) {
+    *out = *first_net;
+    return true;
   }
   *why = "no transport '" + tl_name + "'" + (dev.empty() ? "" : " on device '" + dev + "'") +
          " among the loaded modules; found:";

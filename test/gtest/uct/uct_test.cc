@@ -2,6 +2,8 @@
 // UCT test harness.
 #include "uct/uct_test.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -12,16 +14,48 @@ namespace mc::uct::test {
 
 std::string Resource::name() const { return tl.tl_name + "_" + tl.dev_name; }
 
+namespace {
+
+// Network transports run on the loopback device; one without a loopback
+// device (an RDMA NIC loops back inside itself) runs on its first device.
+bool is_test_device(const TlResource& tl, const std::vector<TlResource>& all) {
+  if (tl.dev_name == "lo") return true;
+  for (const TlResource& other : all) {
+    if (other.tl_name == tl.tl_name && other.dev_name == "lo") return false;
+  }
+  for (const TlResource& other : all) {
+    if (other.tl_name == tl.tl_name) return &other == &tl;
+  }
+  return false;
+}
+
+}  // namespace
+
+void use_soft_verbs_unless_told() {
+  static const bool done = [] {
+    // This machine may have no RDMA NIC: unless told otherwise
+    // (MC_IB_PROVIDER=verbs on real hardware), the verbs transports run on
+    // the software provider, on a fabric of this run alone. Set here, not in
+    // main(): the suites' parameters are computed before main() runs.
+    setenv("MC_IB_PROVIDER", "soft", 0);
+    setenv("MC_IB_SOFT_FABRIC", ("gtest-" + std::to_string(getpid())).c_str(), 0);
+    return true;
+  }();
+  (void)done;
+}
+
 std::vector<Resource> available_resources() {
   static const std::vector<Resource> resources = [] {
+    use_soft_verbs_unless_told();
     std::vector<Resource> out;
     ucs::config::Sources sources = ucs::config::Sources::from_process().value_or({});
     for (Component* c : load_components()) {
       for (const std::string& md_name : c->md_names()) {
         Result<std::unique_ptr<MemoryDomain>> md = c->md_open(md_name, sources);
         if (!md.ok()) continue;
-        for (const TlResource& tl : (*md)->query_tl_resources()) {
-          if (tl.dev_type == DeviceType::Net && tl.dev_name != "lo") continue;
+        const std::vector<TlResource> tls = (*md)->query_tl_resources();
+        for (const TlResource& tl : tls) {
+          if (tl.dev_type == DeviceType::Net && !is_test_device(tl, tls)) continue;
           // Copy engines and storage reach only themselves (kCapConnectToSelf)
           // and move data to GPU memory or files: their own suites test them.
           if (tl.dev_type == DeviceType::Acc || tl.dev_type == DeviceType::Storage) continue;

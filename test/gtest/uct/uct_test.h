@@ -33,6 +33,10 @@ struct Resource {
 /// (cuda_copy) and storage (nvmeof) have their own suites.
 std::vector<Resource> available_resources();
 
+/// Sets MC_IB_PROVIDER=soft and a fabric of this process's own
+/// (MC_IB_SOFT_FABRIC=gtest-<pid>) unless the environment sets them.
+void use_soft_verbs_unless_told();
+
 // The entities, buffers and waits are mc_uct_check's: one harness for the
 // installed checker and this suite.
 using check::Buffer;

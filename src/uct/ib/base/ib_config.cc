@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ib devices configuration table.
+#include "uct/ib/base/ib_config.h"
+
+namespace mc::uct::ib {
+
+namespace {
+
+ucs::config::Parser<uint64_t> mtu_parser() {
+  ucs::config::Parser<uint64_t> p = ucs::config::uint_parser(256, 4096);
+  p.syntax = "one of 256, 512, 1024, 2048, 4096";
+  auto inner = p.parse;
+  p.parse = [inner](std::string_view text, uint64_t* out) {
+    uint64_t v = 0;
+    if (inner(text, &v) != ucs::Status::Ok || (v & (v - 1)) != 0) {
+      return ucs::Status::InvalidParam;
+    }
+    *out = v;
+    return ucs::Status::Ok;
+  };
+  return p;
+}
+
+}  // namespace
+
+const ucs::config::Table& ib_config_table() {
+  using ucs::config::field;
+  static const ucs::config::Table table(
+      "ib devices", "",
+      {field("IB_PROVIDER", "verbs",
+             "Verbs provider: verbs (libibverbs.so.1 from rdma-core, loaded at run time) or "
+             "soft (the software provider for tests: devices mcsoft0.. in user space, RDMA "
+             "through shared memory and process_vm_readv/writev; never for production).",
+             &IbConfig::provider,
+             ucs::config::enum_parser<Provider>({{"verbs", Provider::Verbs},
+                                                 {"soft", Provider::Soft}})),
+       field("IB_SOFT_FABRIC", "default",
+             "Name of the soft provider's fabric (/dev/shm/mc-ibsoft-<name>); processes on "
+             "the same fabric reach each other.",
+             &IbConfig::soft_fabric, ucs::config::string_parser()),
+       field("IB_SOFT_DEVICES", "2", "Number of devices the soft provider offers.",
+             &IbConfig::soft_devices, ucs::config::uint_parser(1, 8)),
+       field("IB_DEVICES", "all",
+             "RDMA devices to use, e.g. \"mlx5_0,mlx5_1\" or \"^mlx5_2\".",
+             &IbConfig::devices, ucs::config::allow_list_parser()),
+       field("IB_PORT", "auto", "Port of each device to use; auto: the first active port.",
+             &IbConfig::port, ucs::config::auto_parser(ucs::config::uint_parser(1, 255))),
+       field("GID_INDEX", "auto",
+             "GID table index for RoCE; auto: index 3 when it holds a GID, else the first "
+             "RoCE v2 GID (from sysfs), else 0.",
+             &IbConfig::gid_index, ucs::config::auto_parser(ucs::config::uint_parser(0, 255))),
+       field("MTU", "auto",
+             "Path MTU of the queue pairs in bytes; auto: the port's active MTU. A value above "
+             "the active MTU is lowered to it.",
+             &IbConfig::mtu, ucs::config::auto_parser(mtu_parser())),
+       field("IB_TC", "0", "Traffic class of the GRH (RoCE DSCP << 2).",
+             &IbConfig::traffic_class, ucs::config::uint_parser(0, 255)),
+       field("PKEY_INDEX", "0", "P_Key table index of the queue pairs.", &IbConfig::pkey_index,
+             ucs::config::uint_parser(0, 65535)),
+       field("IB_SL", "0", "Service level of the queue pairs.", &IbConfig::service_level,
+             ucs::config::uint_parser(0, 15))});
+  return table;
+}
+
+}  // namespace mc::uct::ib

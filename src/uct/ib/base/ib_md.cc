@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+// The verbs memory domain.
+#include "uct/ib/base/ib_md.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "ucs/datastruct/wire.h"
+#include "ucs/log/log.h"
+#include "uct/base/rkey_codec.h"
+#include "uct/ib/soft/soft_verbs.h"
+
+namespace mc::uct::ib {
+
+namespace {
+
+constexpr size_t kMaxRkeyDevices = 16;
+constexpr size_t kRkeyEntry = 8 + 4;  // u64 device GUID, u32 rkey
+
+int ibv_access(unsigned access) {
+  int a = IBV_ACCESS_LOCAL_WRITE;  // local: RDMA READ and RECV destinations
+  if (access & kAccessRemoteRead) a |= IBV_ACCESS_REMOTE_READ;
+  if (access & kAccessRemoteWrite) a |= IBV_ACCESS_REMOTE_WRITE;
+  return a;
+}
+
+}  // namespace
+
+Result<const VerbsOps*> verbs_ops_for(const IbConfig& config, std::string* why) {
+  if (config.provider == Provider::Soft) {
+    return soft::verbs_ops_soft(config.soft_fabric, static_cast<unsigned>(config.soft_devices),
+                                why);
+  }
+  return verbs_ops_libibverbs(why);
+}
+
+IbRegion::~IbRegion() {
+  for (ibv_mr* mr : mrs) ops->dereg_mr(mr);
+}
+
+Result<uint32_t> IbRkey::for_device(uint64_t guid) const {
+  for (const auto& [g, key] : keys) {
+    if (g == guid) return key;
+  }
+  return Status::NoElem;
+}
+
+IbMd::IbMd(std::string name, const VerbsOps* ops, const IbConfig& config, std::string why)
+    : name_(std::move(name)), ops_(ops), config_(config), why_(std::move(why)) {
+  if (ops_) devices_ = IbDevice::open_all(ops_, config_, &why_);
+  if (devices_.empty()) {
+    MC_LOG_ONCE(info) << name_ << ": " << why_;
+  }
+}
+
+MdAttr IbMd::query() const {
+  MdAttr attr;
+  attr.flags = kMdReg | kMdNeedRkey;
+  attr.reg_mem_types = mem_type_bit(MemType::Host);
+  attr.access_mem_types = mem_type_bit(MemType::Host);
+  attr.reg_cost = LinearFunc{16e-6, 0.06e-9};  // pinning dominates: per call and per page
+  attr.max_reg = devices_.empty() ? 0 : devices_[0]->device_attr().max_mr_size;
+  attr.rkey_packed_size =
+      rkey_envelope_size(name_) + 1 + kRkeyEntry * std::max<size_t>(1, devices_.size());
+  return attr;
+}
+
+std::vector<TlResource> IbMd::query_tl_resources() const {
+  std::vector<TlResource> out;
+  for (const auto& d : devices_) {
+    out.push_back(TlResource{tl_name(), d->tl_dev_name(), DeviceType::Net, d->numa_node()});
+  }
+  return out;
+}
+
+int IbMd::find_device(const std::string& dev_name) const {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    if (devices_[i]->tl_dev_name() == dev_name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// A live region is shared when it is the same range with the same access,
+// or, for purely local use, any region that covers the range: a remote
+// peer must never gain a wider window than the one registered for it.
+std::shared_ptr<IbRegion> IbMd::region_get(uintptr_t start, size_t length, int access) {
+  const bool remote = access & (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+  for (auto it = regions_.begin(); it != regions_.end() && it->first <= start;) {
+    std::shared_ptr<IbRegion> r = it->second.lock();
+    if (!r) {
+      it = regions_.erase(it);
+      continue;
+    }
+    const bool exact = r->start == start && r->length == length && r->access == access;
+    const bool covers = !remote && start - r->start <= r->length &&
+                        length <= r->length - (start - r->start);
+    if (exact || covers) return r;
+    ++it;
+  }
+  return nullptr;
+}
+
+Result<std::shared_ptr<IbRegion>> IbMd::region_reg(uintptr_t start, size_t length, int access) {
+  auto region = std::make_shared<IbRegion>();
+  region->start = start;
+  region->length = length;
+  region->access = access;
+  region->ops = ops_;
+  for (const auto& d : devices_) {
+    ibv_mr* mr = ops_->reg_mr(d->pd(), reinterpret_cast<void*>(start), length, access);
+    if (!mr) {
+      MC_LOG(error) << name_ << ": ibv_reg_mr of " << length << " bytes at 0x" << std::hex
+                    << start << std::dec << " on " << d->name() << ": " << std::strerror(errno);
+      return errno == ENOMEM ? Status::NoMemory : Status::IoError;
+    }
+    region->mrs.push_back(mr);
+  }
+  return region;
+}
+
+Result<std::unique_ptr<MemHandle>> IbMd::mem_reg(void* address, size_t length, unsigned access) {
+  if (!address || length == 0) {
+    MC_LOG(error) << name_ << ": cannot register " << length << " bytes at " << address;
+    return Status::InvalidParam;
+  }
+  if (devices_.empty()) {
+    MC_LOG(error) << name_ << ": cannot register memory: " << why_;
+    return Status::NoDevice;
+  }
+  const auto start = reinterpret_cast<uintptr_t>(address);
+  const int a = ibv_access(access);
+  std::lock_guard guard(lock_);
+  std::shared_ptr<IbRegion> region = region_get(start, length, a);
+  if (!region) {
+    MC_ASSIGN_OR_RETURN(region, region_reg(start, length, a));
+    regions_.emplace(start, region);
+  }
+  return std::unique_ptr<MemHandle>(new IbMemHandle(address, length, access, std::move(region)));
+}
+
+// Payload: u8 device count | count x (u64 device GUID | u32 rkey)  (little-endian)
+Status IbMd::mkey_pack(const MemHandle& memh, std::vector<uint8_t>* out) const {
+  const auto* h = dynamic_cast<const IbMemHandle*>(&memh);
+  if (!h) {
+    MC_LOG(error) << name_ << ": mkey_pack of a handle from another memory domain";
+    return Status::InvalidParam;
+  }
+  if (!(h->access() & kAccessRemote)) {
+    MC_LOG(error) << name_ << ": mkey_pack of a registration without remote access";
+    return Status::InvalidParam;
+  }
+  std::vector<uint8_t> payload;
+  ucs::WireWriter w(&payload);
+  w.u8(static_cast<uint8_t>(devices_.size()));
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    w.u64(devices_[i]->guid());
+    w.u32(h->region().mrs[i]->rkey);
+  }
+  rkey_pack_envelope(name_, payload, out);
+  return Status::Ok;
+}
+
+Result<std::unique_ptr<Rkey>> IbMd::rkey_unpack(std::span<const uint8_t> packed) const {
+  MC_ASSIGN_OR_RETURN(std::span<const uint8_t> payload, rkey_unpack_envelope(name_, packed));
+  ucs::WireReader r(payload);
+  const size_t count = r.u8();
+  auto key = std::make_unique<IbRkey>();
+  for (size_t i = 0; i < count && r.ok(); ++i) {
+    const uint64_t guid = r.u64();
+    const uint32_t rkey = r.u32();
+    key->keys.emplace_back(guid, rkey);
+  }
+  if (count == 0 || count > kMaxRkeyDevices || !r.at_end()) {
+    MC_LOG(error) << name_ << ": malformed rkey payload (" << payload.size() << " bytes, "
+                  << count << " devices)";
+    return Status::InvalidParam;
+  }
+  return std::unique_ptr<Rkey>(std::move(key));
+}
+
+}  // namespace mc::uct::ib

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// The memory domain shared by the verbs transports: every allowed device
+// with its protection domain; a registration covers all of them (one MR
+// per device) and its packed rkey carries one key per device, so a peer
+// uses the key of the device its queue pair reaches.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "uct/api/md.h"
+#include "uct/ib/base/ib_device.h"
+
+namespace mc::uct::ib {
+
+/// One registration of a range on every device; deregistered when the last
+/// handle using it goes.
+struct IbRegion {
+  ~IbRegion();
+  uintptr_t start = 0;
+  size_t length = 0;
+  int access = 0;  ///< ibv_access_flags
+  std::vector<ibv_mr*> mrs;  ///< per device, in IbMd::devices() order
+  const VerbsOps* ops = nullptr;
+};
+
+class IbMemHandle : public MemHandle {
+ public:
+  IbMemHandle(void* address, size_t length, unsigned access, std::shared_ptr<IbRegion> region)
+      : MemHandle(address, length, access, MemType::Host), region_(std::move(region)) {}
+  uint32_t lkey(size_t dev) const { return region_->mrs[dev]->lkey; }
+  const IbRegion& region() const { return *region_; }
+
+ private:
+  std::shared_ptr<IbRegion> region_;
+};
+
+/// An unpacked rkey: (device GUID, rkey) per device of the owner.
+class IbRkey : public Rkey {
+ public:
+  std::vector<std::pair<uint64_t, uint32_t>> keys;
+  /// The rkey for the device with `guid`; NoElem when the owner has none.
+  Result<uint32_t> for_device(uint64_t guid) const;
+};
+
+class IbMd : public MemoryDomain {
+ public:
+  /// Opens every device `config` allows (none is not an error: the md then
+  /// offers no resources and no_device_reason() says why).
+  IbMd(std::string name, const VerbsOps* ops, const IbConfig& config, std::string why);
+
+  const std::string& name() const override { return name_; }
+  MdAttr query() const override;
+  std::vector<TlResource> query_tl_resources() const override;
+  Result<std::unique_ptr<MemHandle>> mem_reg(void* address, size_t length,
+                                             unsigned access) override;
+  Status mkey_pack(const MemHandle& memh, std::vector<uint8_t>* out) const override;
+  Result<std::unique_ptr<Rkey>> rkey_unpack(std::span<const uint8_t> packed) const override;
+
+  /// The transport name offered on each device ("rc_verbs").
+  virtual const char* tl_name() const = 0;
+
+  const std::vector<std::unique_ptr<IbDevice>>& devices() const { return devices_; }
+  /// Index of the device whose tl_dev_name() is `dev_name`; -1 when none.
+  int find_device(const std::string& dev_name) const;
+  const IbConfig& ib_config() const { return config_; }
+  const VerbsOps* ops() const { return ops_; }
+  const std::string& no_device_reason() const { return why_; }
+
+ private:
+  std::shared_ptr<IbRegion> region_get(uintptr_t start, size_t length, int access);
+  Result<std::shared_ptr<IbRegion>> region_reg(uintptr_t start, size_t length, int access);
+
+  std::string name_;
+  const VerbsOps* ops_;
+  IbConfig config_;
+  std::string why_;
+  std::vector<std::unique_ptr<IbDevice>> devices_;
+  // The registration cache: live regions by start address. It never hooks
+  // malloc, so it only shares a region while some handle holds it: a
+  // region outlives no handle, and stale translations cannot arise.
+  mutable std::mutex lock_;
+  std::multimap<uintptr_t, std::weak_ptr<IbRegion>> regions_;
+};
+
+/// Opens the provider `config` selects: the libibverbs table or the soft one.
+/// NoDevice with `why` when it cannot be used.
+Result<const VerbsOps*> verbs_ops_for(const IbConfig& config, std::string* why);
+
+}  // namespace mc::uct::ib

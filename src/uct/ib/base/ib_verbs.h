@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// The verbs entry points the ib transports call, as one table of function
+// pointers: filled from libibverbs.so.1 by dlopen/dlsym (never linked), or
+// by the software provider of src/uct/ib/soft for tests.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <string>
+
+#include "ucs/status/status.h"
+
+namespace mc::uct::ib {
+
+/// The subset of libibverbs the transports use. Signatures are libibverbs'
+/// own; the inline verbs (post_send, post_recv, poll_cq, req_notify_cq) are
+/// reached through the same table so a provider can replace them.
+struct VerbsOps {
+  const char* provider = "";  ///< "verbs" or "soft"
+
+  ibv_device** (*get_device_list)(int* num_devices) = nullptr;
+  void (*free_device_list)(ibv_device** list) = nullptr;
+  const char* (*get_device_name)(ibv_device* device) = nullptr;
+  ibv_context* (*open_device)(ibv_device* device) = nullptr;
+  int (*close_device)(ibv_context* context) = nullptr;
+  int (*query_device)(ibv_context* context, ibv_device_attr* attr) = nullptr;
+  int (*query_port)(ibv_context* context, uint8_t port, ibv_port_attr* attr) = nullptr;
+  int (*query_gid)(ibv_context* context, uint8_t port, int index, ibv_gid* gid) = nullptr;
+  ibv_pd* (*alloc_pd)(ibv_context* context) = nullptr;
+  int (*dealloc_pd)(ibv_pd* pd) = nullptr;
+  ibv_mr* (*reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) = nullptr;
+  int (*dereg_mr)(ibv_mr* mr) = nullptr;
+  ibv_comp_channel* (*create_comp_channel)(ibv_context* context) = nullptr;
+  int (*destroy_comp_channel)(ibv_comp_channel* channel) = nullptr;
+  ibv_cq* (*create_cq)(ibv_context* context, int cqe, void* cq_context,
+                       ibv_comp_channel* channel, int comp_vector) = nullptr;
+  int (*destroy_cq)(ibv_cq* cq) = nullptr;
+  int (*get_cq_event)(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) = nullptr;
+  void (*ack_cq_events)(ibv_cq* cq, unsigned int nevents) = nullptr;
+  int (*req_notify_cq)(ibv_cq* cq, int solicited_only) = nullptr;
+  int (*poll_cq)(ibv_cq* cq, int num_entries, ibv_wc* wc) = nullptr;
+  ibv_qp* (*create_qp)(ibv_pd* pd, ibv_qp_init_attr* attr) = nullptr;
+  int (*modify_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) = nullptr;
+  int (*destroy_qp)(ibv_qp* qp) = nullptr;
+  int (*post_send)(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) = nullptr;
+  int (*post_recv)(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) = nullptr;
+};
+
+/// The libibverbs table, loaded once per process. NoDevice with `why` set
+/// ("libibverbs.so.1: cannot open shared object file", "missing symbol
+/// ibv_reg_mr") when rdma-core is not usable at run time.
+ucs::Result<const VerbsOps*> verbs_ops_libibverbs(std::string* why);
+
+/// Text of an ibv_wc_status ("remote access error", ...).
+const char* wc_status_string(ibv_wc_status status);
+
+}  // namespace mc::uct::ib

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: Apache-2.0
+// The soft provider's control path: devices, ports, GIDs, PDs, MRs, CQs and
+// QPs with the RESET -> INIT -> RTR -> RTS state machine of the IB spec.
+#include "uct/ib/soft/soft_verbs.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+
+#include "uct/ib/soft/soft_objects.h"
+
+namespace mc::uct::ib::soft {
+
+Provider& provider() {
+  static Provider p;
+  return p;
+}
+
+namespace {
+
+uint64_t node_guid(uint32_t dev) {
+  return std::hash<std::string>{}(provider().fabric->name()) * 31 + 0x6d63000000000000ull + dev;
+}
+
+ibv_device** get_device_list(int* num) {
+  Provider& p = provider();
+  auto** list = new ibv_device*[p.devices + 1];
+  for (unsigned i = 0; i < p.devices; ++i) list[i] = &p.device_storage[i].dev;
+  list[p.devices] = nullptr;
+  if (num) *num = static_cast<int>(p.devices);
+  return list;
+}
+
+void free_device_list(ibv_device** list) { delete[] list; }
+
+const char* get_device_name(ibv_device* d) { return d->name; }
+
+ibv_context* open_device(ibv_device* d) {
+  auto* c = new SoftContext{};
+  c->ctx.device = d;
+  c->ctx.async_fd = -1;
+  c->ctx.num_comp_vectors = 1;
+  c->dev = reinterpret_cast<SoftDevice*>(d)->index;
+  return &c->ctx;
+}
+
+int close_device(ibv_context* ctx) {
+  delete reinterpret_cast<SoftContext*>(ctx);
+  return 0;
+}
+
+uint32_t dev_of(ibv_context* ctx) { return reinterpret_cast<SoftContext*>(ctx)->dev; }
+
+int query_device(ibv_context* ctx, ibv_device_attr* a) {
+  *a = ibv_device_attr{};
+  std::snprintf(a->fw_ver, sizeof(a->fw_ver), "mc-soft-1");
+  a->node_guid = node_guid(dev_of(ctx));
+  a->max_mr_size = uint64_t{1} << 40;
+  a->max_qp = kMaxQp;
+  a->max_qp_wr = kMaxWr;
+  a->max_sge = kMaxSge;
+  a->max_cq = 1024;
+  a->max_cqe = kMaxCqe;
+  a->max_mr = kMaxMr;
+  a->max_pd = 1024;
+  a->max_qp_rd_atom = 16;
+  a->max_qp_init_rd_atom = 16;
+  a->phys_port_cnt = 1;
+  return 0;
+}
+
+int query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* a) {
+  if (port != 1) return EINVAL;
+  *a = ibv_port_attr{};
+  Provider& p = provider();
+  bool failed;
+  {
+    Fabric::Guard g(p.fabric);
+    failed = p.fabric->device_failed(dev_of(ctx));
+  }
+  a->state = failed ? IBV_PORT_DOWN : IBV_PORT_ACTIVE;
+  a->max_mtu = IBV_MTU_4096;
+  a->active_mtu = IBV_MTU_4096;
+  a->gid_tbl_len = 4;
+  a->pkey_tbl_len = 1;
+  a->max_msg_sz = 1u << 30;  // RDMA; a SEND is limited to kMsgMax
+  a->link_layer = IBV_LINK_LAYER_ETHERNET;
+  a->active_speed = 32;  // EDR lane: 25.78125 Gb/s
+  a->active_width = 2;   // 4x
+  return 0;
+}
+
+// GIDs 0 and 1: link-local (RoCE v1 / v2); 2 and 3: ::ffff:127.0.<dev>.1.
+int query_gid(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid) {
+  if (port != 1 || index < 0 || index > 3) return EINVAL;
+  *gid = ibv_gid{};
+  const uint32_t dev = dev_of(ctx);
+  if (index < 2) {
+    gid->raw[0] = 0xfe;
+    gid->raw[1] = 0x80;
+    const uint64_t guid = node_guid(dev);
+    std::memcpy(gid->raw + 8, &guid, 8);
+  } else {
+    gid->raw[10] = gid->raw[11] = 0xff;
+    gid->raw[12] = 127;
+    gid->raw[14] = static_cast<uint8_t>(dev);
+    gid->raw[15] = 1;
+  }
+  return 0;
+}
+
+ibv_pd* alloc_pd(ibv_context* ctx) {
+  auto* pd = new ibv_pd{};
+  pd->context = ctx;
+  return pd;
+}
+
+int dealloc_pd(ibv_pd* pd) {
+  delete pd;
+  return 0;
+}
+
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  // As the verbs spec: remote write needs local write.
+  if (!addr || length == 0 ||
+      ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  Provider& p = provider();
+  Fabric::Guard g(p.fabric);
+  MrSlot* slot = p.fabric->mr_alloc();
+  if (!slot) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  slot->dev = dev_of(pd->context);
+  slot->access = static_cast<uint32_t>(access);
+  slot->addr = reinterpret_cast<uintptr_t>(addr);
+  slot->length = length;
+  auto* mr = new ibv_mr{};
+  mr->context = pd->context;
+  mr->pd = pd;
+  mr->addr = addr;
+  mr->length = length;
+  mr->lkey = mr->rkey = slot->key;
+  return mr;
+}
+
+int dereg_mr(ibv_mr* mr) {
+  Provider& p = provider();
+  {
+    Fabric::Guard g(p.fabric);
+    if (MrSlot* slot = p.fabric->mr_find(mr->lkey)) slot->key = 0;
+  }
+  delete mr;
+  return 0;
+}
+
+ibv_comp_channel* create_comp_channel(ibv_context*) {
+  errno = EOPNOTSUPP;  // the soft provider has no interrupts
+  return nullptr;
+}
+int destroy_comp_channel(ibv_comp_channel*) { return EOPNOTSUPP; }
+int get_cq_event(ibv_comp_channel*, ibv_cq**, void**) { return EOPNOTSUPP; }
+void ack_cq_events(ibv_cq*, unsigned) {}
+int req_notify_cq(ibv_cq*, int) { return EOPNOTSUPP; }
+
+ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* ch, int) {
+  if (cqe <= 0 || cqe > kMaxCqe || ch) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* c = new SoftCq{};
+  c->cq.context = ctx;
+  c->cq.cqe = cqe;
+  c->cq.cq_context = cq_context;
+  return &c->cq;
+}
+
+int destroy_cq(ibv_cq* cq) {
+  Provider& p = provider();
+  std::lock_guard guard(p.lock);
+  for (SoftQp* q : p.qps) {
+    if (q->qp.send_cq == cq || q->qp.recv_cq == cq) return EBUSY;
+  }
+  delete reinterpret_cast<SoftCq*>(cq);
+  return 0;
+}
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  const ibv_qp_cap& cap = attr->cap;
+  if (attr->qp_type != IBV_QPT_RC || !attr->send_cq || !attr->recv_cq || attr->srq ||
+      cap.max_send_wr > kMaxWr || cap.max_recv_wr > kMaxWr || cap.max_send_sge > kMaxSge ||
+      cap.max_recv_sge > kMaxSge || cap.max_inline_data > kMaxInline) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  Provider& p = provider();
+  std::lock_guard guard(p.lock);
+  Fabric::Guard g(p.fabric);
+  QpSlot* slot = p.fabric->qp_alloc();
+  if (!slot) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  auto* q = new SoftQp{};
+  q->dev = dev_of(pd->context);
+  slot->dev = q->dev;
+  slot->state = IBV_QPS_RESET;
+  q->cap = cap;
+  q->sig_all = attr->sq_sig_all != 0;
+  q->qp.context = pd->context;
+  q->qp.pd = pd;
+  q->qp.send_cq = attr->send_cq;
+  q->qp.recv_cq = attr->recv_cq;
+  q->qp.qp_context = attr->qp_context;
+  q->qp.qp_num = slot->qpn;
+  q->qp.qp_type = IBV_QPT_RC;
+  q->qp.state = IBV_QPS_RESET;
+  p.qps.push_back(q);
+  return &q->qp;
+}
+
+// The attributes each transition needs (IB spec, table of QP transitions).
+bool transition_ok(int from, int to, int mask) {
+  constexpr int kInit = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+  constexpr int kRtr = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  constexpr int kRts = IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                       IBV_QP_MAX_QP_RD_ATOMIC;
+  if (to == IBV_QPS_RESET || to == IBV_QPS_ERR) return true;
+  if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) return (mask & kInit) == kInit;
+  if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) return (mask & kRtr) == kRtr;
+  if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) return (mask & kRts) == kRts;
+  return false;
+}
+
+int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
+  if (!(mask & IBV_QP_STATE)) return EINVAL;
+  Provider& p = provider();
+  std::lock_guard guard(p.lock);
+  Fabric::Guard g(p.fabric);
+  QpSlot* slot = p.fabric->qp_find(qp->qp_num);
+  if (!slot) return EINVAL;
+  const int to = attr->qp_state;
+  if (!transition_ok(static_cast<int>(slot->state), to, mask)) return EINVAL;
+  if (to == IBV_QPS_INIT && attr->port_num != 1) return EINVAL;
+  // RoCE: every address vector carries a GRH.
+  if (to == IBV_QPS_RTR && !attr->ah_attr.is_global) return EINVAL;
+  if (to == IBV_QPS_RTR) slot->dest_qpn = attr->dest_qp_num;
+  if (to == IBV_QPS_RESET) {
+    reinterpret_cast<SoftQp*>(qp)->sq.clear();
+    reinterpret_cast<SoftQp*>(qp)->rq.clear();
+    slot->head = slot->tail = 0;
+  }
+  slot->state = static_cast<uint32_t>(to);
+  qp->state = static_cast<ibv_qp_state>(to);
+  return 0;
+}
+
+int destroy_qp(ibv_qp* qp) {
+  Provider& p = provider();
+  std::lock_guard guard(p.lock);
+  {
+    Fabric::Guard g(p.fabric);
+    if (QpSlot* slot = p.fabric->qp_find(qp->qp_num)) slot->qpn = 0;
+  }
+  auto* q = reinterpret_cast<SoftQp*>(qp);
+  std::erase(p.qps, q);
+  delete q;
+  return 0;
+}
+
+VerbsOps make_ops() {
+  VerbsOps o;
+  o.provider = "soft";
+  o.get_device_list = get_device_list;
+  o.free_device_list = free_device_list;
+  o.get_device_name = get_device_name;
+  o.open_device = open_device;
+  o.close_device = close_device;
+  o.query_device = query_device;
+  o.query_port = query_port;
+  o.query_gid = query_gid;
+  o.alloc_pd = alloc_pd;
+  o.dealloc_pd = dealloc_pd;
+  o.reg_mr = reg_mr;
+  o.dereg_mr = dereg_mr;
+  o.create_comp_channel = create_comp_channel;
+  o.destroy_comp_channel = destroy_comp_channel;
+  o.create_cq = create_cq;
+  o.destroy_cq = destroy_cq;
+  o.get_cq_event = get_cq_event;
+  o.ack_cq_events = ack_cq_events;
+  o.req_notify_cq = req_notify_cq;
+  o.poll_cq = soft_poll_cq;
+  o.create_qp = create_qp;
+  o.modify_qp = modify_qp;
+  o.destroy_qp = destroy_qp;
+  o.post_send = soft_post_send;
+  o.post_recv = soft_post_recv;
+  return o;
+}
+
+}  // namespace
+
+ucs::Result<const VerbsOps*> verbs_ops_soft(const std::string& fabric, unsigned devices,
+                                            std::string* why) {
+  static const VerbsOps ops = make_ops();
+  Provider& p = provider();
+  std::lock_guard guard(p.lock);
+  if (p.fabric) {
+    if (p.fabric->name() != fabric || p.devices != devices) {
+      if (why) *why = "the soft provider is already set up with another fabric or device count";
+      return ucs::Status::InvalidParam;
+    }
+    return &ops;
+  }
+  if (devices == 0 || devices > kMaxDevices) {
+    if (why) *why = "soft device count must be 1.." + std::to_string(kMaxDevices);
+    return ucs::Status::InvalidParam;
+  }
+  ucs::Result<Fabric*> f = Fabric::open(fabric);
+  if (!f.ok()) {
+    if (why) *why = "soft fabric '" + fabric + "' does not open";
+    return f.status();
+  }
+  p.fabric = *f;
+  p.devices = devices;
+  p.device_storage.resize(devices);
+  for (unsigned i = 0; i < devices; ++i) {
+    SoftDevice& d = p.device_storage[i];
+    d.index = i;
+    std::snprintf(d.dev.name, sizeof(d.dev.name), "mcsoft%u", i);
+    std::snprintf(d.dev.dev_name, sizeof(d.dev.dev_name), "uverbs-soft%u", i);
+    d.dev.node_type = IBV_NODE_CA;
+    d.dev.transport_type = IBV_TRANSPORT_IB;
+  }
+  return &ops;
+}
+
+}  // namespace mc::uct::ib::soft

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: Apache-2.0
+// White-box tests of the soft verbs provider: the QP state machine, rkey,
+// access and bounds checks with a NIC's completion codes, flush errors, and
+// the fault switches. They drive the verbs table directly.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "uct/ib/soft/soft_fabric.h"
+#include "uct/ib/soft/soft_verbs.h"
+#include "uct/uct_test.h"
+
+namespace mc::uct::ib::soft {
+namespace {
+
+using ucs::Result;
+using ucs::Status;
+
+class SoftVerbs : public testing::Test {
+ protected:
+  void SetUp() override {
+    test::use_soft_verbs_unless_told();
+    fabric_ = std::getenv("MC_IB_SOFT_FABRIC");
+    std::string why;
+    Result<const VerbsOps*> ops = verbs_ops_soft(fabric_, 2, &why);
+    ASSERT_TRUE(ops.ok()) << why;
+    v_ = *ops;
+    int n = 0;
+    ibv_device** list = v_->get_device_list(&n);
+    ASSERT_EQ(n, 2);
+    ctx_ = v_->open_device(list[0]);
+    v_->free_device_list(list);
+    pd_ = v_->alloc_pd(ctx_);
+    cq_ = v_->create_cq(ctx_, 64, nullptr, nullptr, 0);
+    ASSERT_TRUE(ctx_ && pd_ && cq_);
+  }
+  void TearDown() override {
+    for (ibv_qp* q : qps_) v_->destroy_qp(q);
+    for (ibv_mr* m : mrs_) v_->dereg_mr(m);
+    if (cq_) v_->destroy_cq(cq_);
+    if (pd_) v_->dealloc_pd(pd_);
+    if (ctx_) v_->close_device(ctx_);
+  }
+
+  ibv_qp* make_qp() {
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = cq_;
+    a.qp_type = IBV_QPT_RC;
+    a.cap = {16, 16, 4, 4, 64};
+    ibv_qp* q = v_->create_qp(pd_, &a);
+    if (q) qps_.push_back(q);
+    return q;
+  }
+  int to_init(ibv_qp* q, int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                    IBV_QP_ACCESS_FLAGS) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    return v_->modify_qp(q, &a, mask);
+  }
+  int to_rtr(ibv_qp* q, uint32_t dest, bool grh = true) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.dest_qp_num = dest;
+    a.path_mtu = IBV_MTU_4096;
+    a.ah_attr.is_global = grh;
+    a.ah_attr.port_num = 1;
+    return v_->modify_qp(q, &a,
+                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                             IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+  }
+  int to_rts(ibv_qp* q) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTS;
+    return v_->modify_qp(q, &a,
+                         IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                             IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+  }
+  /// Two QPs connected to each other (a loopback connection on device 0).
+  void connect_pair(ibv_qp** a, ibv_qp** b) {
+    *a = make_qp();
+    *b = make_qp();
+    ASSERT_TRUE(*a && *b);
+    ASSERT_EQ(to_init(*a), 0);
+    ASSERT_EQ(to_init(*b), 0);
+    ASSERT_EQ(to_rtr(*a, (*b)->qp_num), 0);
+    ASSERT_EQ(to_rtr(*b, (*a)->qp_num), 0);
+    ASSERT_EQ(to_rts(*a), 0);
+    ASSERT_EQ(to_rts(*b), 0);
+  }
+  ibv_mr* reg(std::vector<uint8_t>& buf, int access) {
+    ibv_mr* m = v_->reg_mr(pd_, buf.data(), buf.size(), access);
+    if (m) mrs_.push_back(m);
+    return m;
+  }
+  int post(ibv_qp* q, ibv_wr_opcode op, void* addr, uint32_t len, uint32_t lkey, uint64_t raddr,
+           uint32_t rkey, uint64_t id) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(addr), len, lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = id;
+    wr.opcode = op;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr* bad = nullptr;
+    return v_->post_send(q, &wr, &bad);
+  }
+  std::vector<ibv_wc> poll() {
+    ibv_wc wc[16];
+    const int n = v_->poll_cq(cq_, 16, wc);
+    return n > 0 ? std::vector<ibv_wc>(wc, wc + n) : std::vector<ibv_wc>{};
+  }
+
+  std::string fabric_;
+  const VerbsOps* v_ = nullptr;
+  ibv_context* ctx_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  std::vector<ibv_qp*> qps_;
+  std::vector<ibv_mr*> mrs_;
+};
+
+constexpr int kRw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+TEST_F(SoftVerbs, QpStateMachineIsEnforced) {
+  ibv_qp* q = make_qp();
+  ibv_qp* peer = make_qp();
+  ASSERT_TRUE(q && peer);
+  std::vector<uint8_t> buf(64);
+  ibv_mr* mr = reg(buf, kRw);
+  EXPECT_EQ(post(q, IBV_WR_RDMA_WRITE, buf.data(), 8, mr->lkey, 0, 0, 1), EINVAL);  // RESET
+  EXPECT_EQ(to_rtr(q, peer->qp_num), EINVAL);  // RESET -> RTR skips INIT
+  EXPECT_EQ(to_init(q, IBV_QP_STATE | IBV_QP_PORT), EINVAL);  // attributes missing
+  ASSERT_EQ(to_init(q), 0);
+  EXPECT_EQ(post(q, IBV_WR_RDMA_WRITE, buf.data(), 8, mr->lkey, 0, 0, 1), EINVAL);  // INIT
+  EXPECT_EQ(to_rts(q), EINVAL);                          // INIT -> RTS skips RTR
+  EXPECT_EQ(to_rtr(q, peer->qp_num, false), EINVAL);     // RoCE needs a GRH
+  ASSERT_EQ(to_rtr(q, peer->qp_num), 0);
+  EXPECT_EQ(post(q, IBV_WR_RDMA_WRITE, buf.data(), 8, mr->lkey, 0, 0, 1), EINVAL);  // RTR
+  EXPECT_EQ(to_rts(q), 0);
+}
+
+TEST_F(SoftVerbs, WriteAndReadMoveDataAfterTheChecks) {
+  ibv_qp *a, *b;
+  connect_pair(&a, &b);
+  std::vector<uint8_t> src(256, 0x11), dst(256, 0), back(256, 0);
+  ibv_mr* s = reg(src, kRw);
+  ibv_mr* d = reg(dst, kRw);
+  ibv_mr* k = reg(back, IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, src.data(), 256, s->lkey,
+                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1), 0);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_READ, back.data(), 256, k->lkey,
+                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 2), 0);
+  std::vector<ibv_wc> wc = poll();
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[0].opcode, IBV_WC_RDMA_WRITE);
+  EXPECT_EQ(wc[1].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[1].opcode, IBV_WC_RDMA_READ);
+  EXPECT_EQ(dst, src);
+  EXPECT_EQ(back, src);
+}
+
+TEST_F(SoftVerbs, BadRkeyGivesRemoteAccessErrorTouchesNothingAndFlushesTheRest) {
+  ibv_qp *a, *b;
+  connect_pair(&a, &b);
+  std::vector<uint8_t> src(64, 0x22), dst(64, 0x33);
+  ibv_mr* s = reg(src, kRw);
+  ibv_mr* d = reg(dst, kRw);
+  const uint64_t raddr = reinterpret_cast<uintptr_t>(dst.data());
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, src.data(), 64, s->lkey, raddr, d->rkey ^ 0x1000, 1), 0);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, src.data(), 64, s->lkey, raddr, d->rkey, 2), 0);
+  std::vector<ibv_wc> wc = poll();
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[0].status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(wc[1].status, IBV_WC_WR_FLUSH_ERR);  // the QP is in the error state now
+  EXPECT_EQ(dst, std::vector<uint8_t>(64, 0x33));
+}
+
+TEST_F(SoftVerbs, AccessOutsideTheRegionOrWithoutRightsIsRefused) {
+  ibv_qp *a, *b;
+  connect_pair(&a, &b);
+  std::vector<uint8_t> src(128, 0x44), dst(128, 0x55), ro(64, 0x66);
+  ibv_mr* s = reg(src, kRw);
+  ibv_mr* d = v_->reg_mr(pd_, dst.data(), 64, kRw);  // only the first half
+  mrs_.push_back(d);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, src.data(), 128, s->lkey,
+                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1), 0);
+  std::vector<ibv_wc> wc = poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(dst, std::vector<uint8_t>(128, 0x55));
+
+  ibv_qp *c, *e;
+  connect_pair(&c, &e);
+  ibv_mr* r = reg(ro, IBV_ACCESS_REMOTE_READ);
+  ASSERT_EQ(post(c, IBV_WR_RDMA_WRITE, src.data(), 8, s->lkey,
+                 reinterpret_cast<uintptr_t>(ro.data()), r->rkey, 2), 0);
+  wc = poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(ro, std::vector<uint8_t>(64, 0x66));
+  // Remote write without local write is refused at registration, as verbs do.
+  errno = 0;
+  EXPECT_EQ(v_->reg_mr(pd_, ro.data(), ro.size(), IBV_ACCESS_REMOTE_WRITE), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+TEST_F(SoftVerbs, SendToASmallReceiveGivesLocalLengthError) {
+  ibv_qp *a, *b;
+  connect_pair(&a, &b);
+  std::vector<uint8_t> msg(100, 0x77), small(16, 0);
+  ibv_mr* m = reg(msg, kRw);
+  ibv_mr* r = reg(small, kRw);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(small.data()), 16, r->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 9;
+  rwr.sg_list = &sge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  ASSERT_EQ(v_->post_recv(b, &rwr, &bad), 0);
+  ASSERT_EQ(post(a, IBV_WR_SEND, msg.data(), 100, m->lkey, 0, 0, 1), 0);
+  std::vector<ibv_wc> wc = poll();
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);  // the send
+  EXPECT_EQ(wc[1].wr_id, 9u);
+  EXPECT_EQ(wc[1].status, IBV_WC_LOC_LEN_ERR);
+  EXPECT_EQ(small, std::vector<uint8_t>(16, 0));
+}
+
+TEST_F(SoftVerbs, FailedDeviceReportsPortDownAndRetryExceeded) {
+  ibv_qp *a, *b;
+  connect_pair(&a, &b);
+  std::vector<uint8_t> src(8, 1), dst(8, 2);
+  ibv_mr* s = reg(src, kRw);
+  ibv_mr* d = reg(dst, kRw);
+  ASSERT_EQ(set_device_failed(fabric_, 0, true), Status::Ok);
+  ibv_port_attr pa{};
+  ASSERT_EQ(v_->query_port(ctx_, 1, &pa), 0);
+  EXPECT_EQ(pa.state, IBV_PORT_DOWN);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, src.data(), 8, s->lkey,
+                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1), 0);
+  ASSERT_EQ(set_device_failed(fabric_, 0, false), Status::Ok);
+  std::vector<ibv_wc> wc = poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(dst, std::vector<uint8_t>(8, 2));
+  ASSERT_EQ(v_->query_port(ctx_, 1, &pa), 0);
+  EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);
+}
+
+TEST_F(SoftVerbs, FailedQpFailsItsWork) {
+  ibv_qp *a, *b;
+  connect_pair(&a, &b);
+  std::vector<uint8_t> src(8, 1), dst(8, 2);
+  ibv_mr* s = reg(src, kRw);
+  ibv_mr* d = reg(dst, kRw);
+  ASSERT_EQ(fail_qp(fabric_, b->qp_num), Status::Ok);
+  EXPECT_EQ(fail_qp(fabric_, 0), Status::NoElem);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, src.data(), 8, s->lkey,
+                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1), 0);
+  std::vector<ibv_wc> wc = poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(dst, std::vector<uint8_t>(8, 2));
+}
+
+}  // namespace
+}  // namespace mc::uct::ib::soft

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+// rc_verbs white-box tests on the soft provider: a device that fails in the
+// middle of work fails every outstanding operation and the endpoint (once,
+// through the error handler, without a wait), and a new endpoint on a
+// healthy device works again; endpoints on both devices move data.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "uct/ib/soft/soft_fabric.h"
+#include "uct/uct_test.h"
+
+namespace mc::uct::test {
+namespace {
+
+class RcVerbs : public testing::Test {
+ protected:
+  void SetUp() override {
+    use_soft_verbs_unless_told();
+    fabric_ = std::getenv("MC_IB_SOFT_FABRIC");
+    for (const Resource& r : available_resources()) {
+      if (r.tl.tl_name == "rc_verbs") base_ = r;
+    }
+    if (base_.component.empty()) GTEST_SKIP() << "rc_verbs is not loaded";
+  }
+  void TearDown() override {
+    if (!fabric_.empty()) (void)ib::soft::set_device_failed(fabric_, 1, false);
+  }
+  Resource on(const char* dev) const {
+    Resource r = base_;
+    r.tl.dev_name = dev;
+    return r;
+  }
+
+  std::string fabric_;
+  Resource base_;
+};
+
+TEST_F(RcVerbs, DeviceFailureFailsOutstandingWorkAndTheEndpointOnce) {
+  int handler_calls = 0;
+  Endpoint* failed_ep = nullptr;
+  Status failed_status = Status::Ok;
+  std::unique_ptr<Entity> me = make_entity(on("mcsoft1:1"), [&](Endpoint* ep, Status s) {
+    ++handler_calls;
+    failed_ep = ep;
+    failed_status = s;
+  });
+  std::unique_ptr<Entity> peer = make_entity(on("mcsoft1:1"));
+  ASSERT_TRUE(me && peer);
+  Result<std::unique_ptr<Endpoint>> ep = me->connect(*peer);
+  ASSERT_TRUE(ep.ok());
+  constexpr size_t kSize = 4096;
+  Buffer src(*me, kSize), dst(*peer, kSize * 8);
+  src.fill(3);
+  dst.fill(4);
+  std::unique_ptr<Rkey> rkey = *me->md().rkey_unpack(dst.packed_rkey(*peer));
+  Iov iov{src.data.data(), kSize, src.memh.get()};
+  // Connected and working first.
+  TestCompletion first;
+  Status s = (*ep)->put_zcopy(&iov, 1, dst.address(), *rkey, &first.comp);
+  while (s == Status::NoResource) {
+    me->iface().progress(), peer->iface().progress();
+    s = (*ep)->put_zcopy(&iov, 1, dst.address(), *rkey, &first.comp);
+  }
+  ASSERT_EQ(wait_op(s, first, {me.get(), peer.get()}), Status::Ok);
+
+  ASSERT_EQ(ib::soft::set_device_failed(fabric_, 1, true), Status::Ok);
+  std::vector<TestCompletion> comps(4);
+  int failed_at_post = 0;
+  for (size_t i = 0; i < comps.size(); ++i) {
+    const Status p =
+        (*ep)->put_zcopy(&iov, 1, dst.address() + (i + 1) * kSize, *rkey, &comps[i].comp);
+    if (p == Status::InProgress) continue;
+    comps[i].fired = true;
+    comps[i].comp.status = p;
+    if (is_error(p)) ++failed_at_post;
+  }
+  TestCompletion flush_comp;
+  const Status flush_status = (*ep)->flush(&flush_comp.comp);
+  ASSERT_TRUE(progress_until(
+      [&] {
+        bool all = true;
+        for (auto& c : comps) all = all && c.done();
+        return all && handler_calls > 0 &&
+               (flush_status != Status::InProgress || flush_comp.done());
+      },
+      {me.get(), peer.get()}));
+  for (auto& c : comps) EXPECT_TRUE(is_error(c.comp.status)) << c.comp.status;
+  EXPECT_TRUE(is_error(flush_status) || is_error(flush_comp.comp.status));
+  EXPECT_EQ(handler_calls, 1);
+  EXPECT_EQ(failed_ep, ep->get());
+  EXPECT_EQ(failed_status, Status::ConnectionReset);
+  // Only the first put landed.
+  EXPECT_EQ(std::memcmp(dst.data.data(), src.data.data(), kSize), 0);
+  for (size_t i = 1; i < 8; ++i) {
+    EXPECT_NE(std::memcmp(dst.data.data() + i * kSize, src.data.data(), kSize), 0) << i;
+  }
+  // A failed endpoint refuses new work at once.
+  EXPECT_TRUE(is_error((*ep)->put_short(src.data.data(), 8, dst.address(), *rkey)));
+  ep->reset();
+
+  // Healed, a new endpoint works again.
+  ASSERT_EQ(ib::soft::set_device_failed(fabric_, 1, false), Status::Ok);
+  Result<std::unique_ptr<Endpoint>> again = me->connect(*peer);
+  ASSERT_TRUE(again.ok());
+  TestCompletion c;
+  s = (*again)->put_zcopy(&iov, 1, dst.address() + kSize, *rkey, &c.comp);
+  while (s == Status::NoResource) {
+    me->iface().progress(), peer->iface().progress();
+    s = (*again)->put_zcopy(&iov, 1, dst.address() + kSize, *rkey, &c.comp);
+  }
+  ASSERT_EQ(wait_op(s, c, {me.get(), peer.get()}), Status::Ok);
+  EXPECT_EQ(std::memcmp(dst.data.data() + kSize, src.data.data(), kSize), 0);
+}
+
+TEST_F(RcVerbs, RkeyCarriesOneKeyPerDevice) {
+  std::unique_ptr<Entity> a0 = make_entity(on("mcsoft0:1"));
+  std::unique_ptr<Entity> b1 = make_entity(on("mcsoft1:1"));
+  std::unique_ptr<Entity> a1 = make_entity(on("mcsoft1:1"));
+  ASSERT_TRUE(a0 && b1 && a1);
+  // The rkey of a buffer registered once reaches it from either device.
+  Buffer dst(*b1, 256);
+  dst.fill(0);
+  const std::vector<uint8_t> packed = dst.packed_rkey(*b1);
+  Buffer src(*a1, 256);
+  src.fill(8);
+  Result<std::unique_ptr<Endpoint>> ep = a1->connect(*b1);
+  ASSERT_TRUE(ep.ok());
+  std::unique_ptr<Rkey> rkey = *a1->md().rkey_unpack(packed);
+  Status s = (*ep)->put_short(src.data.data(), 64, dst.address(), *rkey);
+  while (s == Status::NoResource) {
+    a1->iface().progress(), b1->iface().progress();
+    s = (*ep)->put_short(src.data.data(), 64, dst.address(), *rkey);
+  }
+  ASSERT_EQ(s, Status::Ok);
+  ASSERT_EQ(flush_and_wait(**ep, {a1.get(), b1.get()}), Status::Ok);
+  EXPECT_EQ(std::memcmp(dst.data.data(), src.data.data(), 64), 0);
+  // mcsoft0 and mcsoft1 are different devices: different device addresses.
+  EXPECT_NE(a0->device_address(), b1->device_address());
+}
+
+}  // namespace
+}  // namespace mc::uct::test
