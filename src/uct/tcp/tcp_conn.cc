@@ -110,11 +110,21 @@ void TcpConn::detach() {
   (void)loop_->remove_fd(fd_);
 }
 
-void TcpConn::close_locked() {
+void TcpConn::close_locked(bool abort) {
   if (dead_) return;
   dead_ = true;
   // On the loop thread this does not wait; elsewhere the owner detached first.
   (void)loop_->remove_fd(fd_);
+  if (abort) {
+    // Zero linger, then a disconnect (connect to AF_UNSPEC): the kernel
+    // sends a reset and drops the send queue now rather than retransmitting
+    // it once the link is back.
+    const linger off{1, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
+    sockaddr none{};
+    none.sa_family = AF_UNSPEC;
+    (void)::connect(fd_, &none, sizeof(none));
+  }
   shutdown(fd_, SHUT_RDWR);
 }
 

@@ -143,7 +143,10 @@ class TcpConn {
   void resume_locked();
 
   /// Closes the connection: no more events, FIN to the peer. Idempotent.
-  void close_locked();
+  /// `abort`: reset the connection instead of ending it after what is
+  /// queued, so that frames of a failed or abandoned connection never reach
+  /// the peer later (a put reported failed must not land over a newer one).
+  void close_locked(bool abort = false);
 
   /// The loop's callback.
   void on_events(uint32_t events);

@@ -69,8 +69,11 @@ void TcpEp::shut_down(Status status) {
   std::vector<TcpRequest*> cut;
   {
     std::lock_guard guard(lock_);
+    // Work still queued or unanswered is abandoned: reset, never delivered late.
+    bool abandoned = !inflight_.empty() || failed_ != Status::Ok;
+    for (auto& conn : conns_) abandoned = abandoned || !conn->tx_locked().empty();
     for (auto& conn : conns_) {
-      conn->close_locked();
+      conn->close_locked(abandoned);
       for (TxFrame& f : conn->tx_locked()) {
         release_bounce(f.bounce);
         if (f.req) cut.push_back(f.req);
@@ -133,7 +136,7 @@ void TcpEp::fail_locked(Status status, const std::string& why, bool clean) {
     conn_timer_ = 0;
   }
   for (auto& conn : conns_) {
-    conn->close_locked();
+    conn->close_locked(true);
     for (TxFrame& f : conn->tx_locked()) {
       release_bounce(f.bounce);
       if (f.req) complete_piece_locked(f.req, status);

@@ -1478,5 +1478,112 @@ TEST_F(TcpTest, KilledPeerFailsOutstandingOperationsAndCallsTheHandlerOnce) {
   EXPECT_TRUE(is_error((*ep)->put_zcopy(&iov, 1, key.base, *rkey, &warm)));
 }
 
+
+// A hostile peer holding a valid key (the region's id and secret) asks for
+// bytes just outside the region, wrapping ranges and oversized frames: each
+// request is refused (Rejected) or its connection dropped, canaries on both
+// sides of the registered range stay intact, and a good peer is served.
+TEST_F(TcpTest, HostilePeerWithAValidKeyCannotReachOutsideTheRegion) {
+  auto b = open_iface();
+  ASSERT_NE(b, nullptr);
+  const uint16_t port = *wire::decode_iface_addr(b->iface_address());
+  constexpr size_t kPage = 4096;
+  constexpr uint8_t kCanaryByte = 0xa5;
+  std::vector<uint8_t> mem(3 * kPage, kCanaryByte);
+  uint8_t* region = mem.data() + kPage;
+  std::vector<uint8_t> inside(kPage);
+  fill(inside, 41);
+  std::memcpy(region, inside.data(), kPage);
+  auto memh = md_->mem_reg(region, kPage, kAccessAll);
+  ASSERT_TRUE(memh.ok());
+  std::vector<uint8_t> packed;
+  ASSERT_EQ(md_->mkey_pack(**memh, &packed), Status::Ok);
+  wire::RkeyPayload key;
+  ASSERT_TRUE(wire::decode_rkey(
+      {packed.data() + packed.size() - wire::kRkeyPayloadSize, wire::kRkeyPayloadSize}, &key,
+      nullptr));
+  const uint64_t base = reinterpret_cast<uintptr_t>(region);
+  ASSERT_EQ(key.base, base);
+
+  struct Bad {
+    wire::Op op;
+    uint64_t addr;
+    uint32_t len;  // payload of a Put, get length of a GetReq
+  };
+  const Bad bad[] = {
+      {wire::Op::Put, base - 16, 32},          // straddles the start
+      {wire::Op::Put, base + kPage - 8, 16},   // straddles the end
+      {wire::Op::Put, base + kPage, 1},        // just past the end
+      {wire::Op::Put, base - 1, 1},            // just before the start
+      {wire::Op::Put, ~uint64_t{0} - 7, 16},   // wraps around
+      {wire::Op::GetReq, base - 1, 2},         // straddles the start
+      {wire::Op::GetReq, base, kPage + 1},     // one byte too many
+      {wire::Op::GetReq, ~uint64_t{0} - 3, 8}, // wraps around
+      {wire::Op::GetReq, base, 0xffffffffu},   // oversized get
+      {wire::Op::Put, base, 0xffffffffu},      // oversized frame (no payload follows)
+  };
+  int refused = 0, dropped = 0;
+  int fd = -1;
+  uint64_t req_id = 100;
+  for (const Bad& r : bad) {
+    if (fd < 0) fd = raw_connect(port);
+    ASSERT_GE(fd, 0);
+    wire::FrameHeader h;
+    h.op = r.op;
+    h.remote_addr = r.addr;
+    h.region_id = key.id;
+    h.region_key = key.key;
+    h.req_id = ++req_id;
+    if (r.op == wire::Op::Put) {
+      h.length = r.len;
+    } else {
+      h.get_length = r.len;
+    }
+    ASSERT_TRUE(send_header(fd, h));
+    if (r.op == wire::Op::Put && r.len <= kPage * 2) {
+      std::vector<uint8_t> payload(r.len, 0x11);
+      (void)write_full(fd, payload.data(), payload.size());  // may be closed already
+    }
+    Result<wire::FrameHeader> reply = read_header(fd);
+    if (!reply.ok()) {  // the connection was dropped: also an answer
+      EXPECT_TRUE(closed_by_peer(fd));
+      close(fd);
+      fd = -1;
+      ++dropped;
+      continue;
+    }
+    ++refused;
+    EXPECT_EQ(reply->op, r.op == wire::Op::Put ? wire::Op::PutAck : wire::Op::GetResp);
+    EXPECT_EQ(reply->req_id, h.req_id);
+    EXPECT_NE(reply->status, Status::Ok) << "addr 0x" << std::hex << r.addr << " len " << r.len;
+    EXPECT_EQ(reply->length, 0u) << "a refused get returned data";
+  }
+  if (fd >= 0) close(fd);
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(dropped, 0);  // at least the oversized frame
+  for (size_t i = 0; i < kPage; ++i) {
+    ASSERT_EQ(mem[i], kCanaryByte) << "canary before the region, byte " << i;
+    ASSERT_EQ(mem[2 * kPage + i], kCanaryByte) << "canary after the region, byte " << i;
+  }
+  EXPECT_EQ(std::memcmp(region, inside.data(), kPage), 0) << "the region itself changed";
+
+  // A well-behaved peer is still served, within the region.
+  auto a = open_iface();
+  ASSERT_NE(a, nullptr);
+  auto ep = connect(*a, *b);
+  ASSERT_NE(ep, nullptr);
+  auto rkey = unpack(packed);
+  ASSERT_NE(rkey, nullptr);
+  std::vector<uint8_t> src(kPage, 0x3c);
+  Iov iov{src.data(), src.size(), nullptr};
+  Comp c;
+  EXPECT_EQ(finish(ep->put_zcopy(&iov, 1, base, *rkey, &c), c, {a.get()}), Status::Ok);
+  EXPECT_EQ(std::memcmp(region, src.data(), kPage), 0);
+  for (size_t i = 0; i < kPage; ++i) {
+    ASSERT_EQ(mem[i], kCanaryByte);
+    ASSERT_EQ(mem[2 * kPage + i], kCanaryByte);
+  }
+}
+
 }  // namespace
 }  // namespace mc::uct::tcp
