@@ -132,6 +132,8 @@ int TransferEngine::Impl::init(const std::string& conn, const std::string& local
     params.max_port = static_cast<uint16_t>(config_.max_rpc_port);
     params.max_length = config_.handshake_max_length;
     params.io_timeout = config_.handshake_timeout;
+    if (!config_.rpc_bind_addr.empty()) params.bind_ip = config_.rpc_bind_addr;
+    params.auth_token = config_.auth_token;
     Result<std::unique_ptr<te::RpcServer>> rpc = te::RpcServer::start(
         params,
         [this](const std::string& name, std::string* error) { return describe(name, error); });
@@ -366,7 +368,7 @@ Result<metadata::SegmentDesc> TransferEngine::Impl::fetch_segment(const std::str
     }
     Result<std::string> got =
         te::handshake_get_segment(hp->first, hp->second, name, config_.handshake_max_length,
-                                  config_.handshake_timeout, &error);
+                                  config_.handshake_timeout, &error, config_.auth_token);
     if (!got.ok()) {
       MC_LOG(error) << "transfer engine: openSegment('" << name << "'): " << error;
       return got.status();

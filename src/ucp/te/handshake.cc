@@ -31,6 +31,31 @@ std::vector<uint8_t> encode_frame(uint16_t code, std::string_view payload) {
   return out;
 }
 
+std::string encode_auth_request(std::string_view token, std::string_view segment) {
+  std::vector<uint8_t> out;
+  ucs::WireWriter w(&out);
+  w.u32(static_cast<uint32_t>(token.size()));
+  w.bytes(token.data(), token.size());
+  w.bytes(segment.data(), segment.size());
+  return std::string(out.begin(), out.end());
+}
+
+Status decode_auth_request(std::string_view payload, std::string* token, std::string* segment) {
+  ucs::WireReader r({reinterpret_cast<const uint8_t*>(payload.data()), payload.size()});
+  const uint32_t n = r.u32();
+  if (!r.ok() || n > payload.size() - 4) return Status::BadData;
+  *token = std::string(payload.substr(4, n));
+  *segment = std::string(payload.substr(4 + n));
+  return Status::Ok;
+}
+
+bool token_equal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 Result<FrameHeader> decode_frame_header(std::span<const uint8_t> header, size_t max_length,
                                         std::string* error) {
   ucs::WireReader r(header);
@@ -187,7 +212,8 @@ Result<int> connect_to(const std::string& host, uint16_t port, uint64_t deadline
 
 Result<std::string> handshake_get_segment(const std::string& host, uint16_t port,
                                           const std::string& segment, size_t max_length,
-                                          std::chrono::nanoseconds timeout, std::string* error) {
+                                          std::chrono::nanoseconds timeout, std::string* error,
+                                          const std::string& token) {
   const std::string where = host + ":" + std::to_string(port);
   const uint64_t deadline = ucs::monotonic_ns() + static_cast<uint64_t>(timeout.count());
   std::string why;
@@ -199,7 +225,9 @@ Result<std::string> handshake_get_segment(const std::string& host, uint16_t port
   Status s = Status::Ok;
   std::string json;
   do {
-    const std::vector<uint8_t> req = encode_frame(kGetSegment, segment);
+    const std::vector<uint8_t> req =
+        token.empty() ? encode_frame(kGetSegment, segment)
+                      : encode_frame(kGetSegmentAuth, encode_auth_request(token, segment));
     if ((s = send_all(*fd, req.data(), req.size(), deadline, &why)) != Status::Ok) break;
     uint8_t hdr[kHandshakeHeaderSize];
     if ((s = recv_all(*fd, hdr, sizeof(hdr), deadline, &why)) != Status::Ok) break;

@@ -8,7 +8,8 @@
 //   length  u32  payload bytes, at most MC_HANDSHAKE_MAX_LENGTH
 //   payload      request: the segment name; response: the SegmentDesc JSON,
 //                or the error text
-// all little-endian (12-byte header).
+// all little-endian (12-byte header). With MC_AUTH_TOKEN set, the request is
+// kGetSegmentAuth, whose payload is: token length u32, the token, the name.
 #pragma once
 
 #include <chrono>
@@ -30,6 +31,8 @@ inline constexpr uint16_t kHandshakeVersion = 1;
 inline constexpr size_t kHandshakeHeaderSize = 12;
 /// Request code: the descriptor of the named segment.
 inline constexpr uint16_t kGetSegment = 1;
+/// Request code: the same, with a shared secret (MC_AUTH_TOKEN) first.
+inline constexpr uint16_t kGetSegmentAuth = 2;
 
 struct FrameHeader {
   uint16_t code = 0;
@@ -44,6 +47,14 @@ std::vector<uint8_t> encode_frame(uint16_t code, std::string_view payload);
 Result<FrameHeader> decode_frame_header(std::span<const uint8_t> header, size_t max_length,
                                         std::string* error);
 
+/// The payload of a kGetSegmentAuth request.
+std::string encode_auth_request(std::string_view token, std::string_view segment);
+/// Splits it into token and segment name; BadData when the token length
+/// runs past the payload.
+Status decode_auth_request(std::string_view payload, std::string* token, std::string* segment);
+/// Compares secrets in time that depends only on their lengths.
+bool token_equal(std::string_view a, std::string_view b);
+
 /// Sends and receives whole buffers on a blocking-mode socket within a
 /// deadline (CLOCK_MONOTONIC ns). IoError / Timeout / ConnectionReset, with
 /// `*error` saying which and why.
@@ -53,11 +64,13 @@ Status recv_all(int fd, void* data, size_t len, uint64_t deadline_ns, std::strin
 /// Asks the listener at host:port for the descriptor of `segment`. Returns
 /// the JSON text, or: Unreachable (connection refused / no route),
 /// Timeout, BadData / VersionMismatch / MessageTruncated for a bad reply,
-/// or the peer's own error (NoElem for an unknown segment); `*error` names
-/// host:port and the cause.
+/// or the peer's own error (NoElem for an unknown segment, Rejected for a
+/// missing or wrong token); `*error` names host:port and the cause. A
+/// non-empty `token` is sent with the request (kGetSegmentAuth).
 Result<std::string> handshake_get_segment(const std::string& host, uint16_t port,
                                           const std::string& segment, size_t max_length,
-                                          std::chrono::nanoseconds timeout, std::string* error);
+                                          std::chrono::nanoseconds timeout, std::string* error,
+                                          const std::string& token = {});
 
 /// Splits "host:port" (port required); InvalidParam when malformed.
 Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text);

@@ -103,21 +103,26 @@ void RpcServer::run() {
     }
     if (fds[1].revents != 0) return;
     if (fds[0].revents == 0) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_in from{};
+    socklen_t from_len = sizeof(from);
+    const int fd =
+        ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
         MC_LOG(warn) << "rpc listener: accept: " << ucs::errno_string(errno);
       }
       continue;
     }
-    serve(fd);
+    char ip[INET_ADDRSTRLEN] = "?";
+    ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof(ip));
+    serve(fd, std::string(ip) + ":" + std::to_string(ntohs(from.sin_port)));
     ::close(fd);
   }
 }
 
 // One request, one response. A malformed request gets no answer beyond a
 // closed connection; the cause is logged here.
-void RpcServer::serve(int fd) {
+void RpcServer::serve(int fd, const std::string& peer) {
   const uint64_t deadline = ucs::monotonic_ns() + static_cast<uint64_t>(params_.io_timeout.count());
   std::string why;
   uint8_t hdr[kHandshakeHeaderSize];
@@ -126,7 +131,7 @@ void RpcServer::serve(int fd) {
     return;
   }
   Result<FrameHeader> h = decode_frame_header(hdr, params_.max_length, &why);
-  if (!h.ok() || h->code != kGetSegment) {
+  if (!h.ok() || (h->code != kGetSegment && h->code != kGetSegmentAuth)) {
     MC_LOG(warn) << "rpc listener: bad request: "
                  << (h.ok() ? "unknown code " + std::to_string(h->code) : why);
     if (h.ok() || h.status() == Status::VersionMismatch || h.status() == Status::MessageTruncated) {
@@ -141,6 +146,23 @@ void RpcServer::serve(int fd) {
   std::string name(h->length, '\0');
   if (recv_all(fd, name.data(), name.size(), deadline, &why) != Status::Ok) {
     MC_LOG(debug) << "rpc listener: request body: " << why;
+    return;
+  }
+  std::string token;
+  if (h->code == kGetSegmentAuth &&
+      decode_auth_request(std::string(name), &token, &name) != Status::Ok) {
+    MC_LOG(warn) << "rpc listener: bad request from " << peer << ": token runs past the payload";
+    return;
+  }
+  if (!params_.auth_token.empty() && !token_equal(token, params_.auth_token)) {
+    // Told apart in the log, not in the reply.
+    MC_LOG(warn) << "rpc listener: refused " << peer << ": "
+                 << (token.empty() ? "no auth token (MC_AUTH_TOKEN is set here)"
+                                   : "wrong auth token");
+    const std::vector<uint8_t> reply =
+        encode_frame(static_cast<uint16_t>(-static_cast<int>(Status::Rejected)),
+                     "authentication failed: this listener requires MC_AUTH_TOKEN");
+    (void)send_all(fd, reply.data(), reply.size(), deadline, &why);
     return;
   }
   std::string error;

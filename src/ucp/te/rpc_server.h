@@ -32,6 +32,7 @@ class RpcServer {
     uint16_t max_port = 17000;
     size_t max_length = 1 << 20;
     std::chrono::nanoseconds io_timeout = std::chrono::seconds(5);
+    std::string auth_token;  ///< when not empty, every request must carry it (MC_AUTH_TOKEN)
   };
 
   /// Binds and starts the serving thread. Busy when no port of the range
@@ -49,7 +50,7 @@ class RpcServer {
       : params_(params), provider_(std::move(provider)) {}
   Status bind_listen();
   void run();
-  void serve(int fd);
+  void serve(int fd, const std::string& peer);
 
   Params params_;
   SegmentProvider provider_;

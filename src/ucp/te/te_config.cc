@@ -30,7 +30,16 @@ const cfg::Table& te_config_table() {
        cfg::field("MAX_EP_PER_CTX", "256",
                   "Most endpoints one engine keeps open; opening one more evicts one (its "
                   "transfers in flight still complete).",
-                  &TeConfig::max_ep_per_ctx, cfg::uint_parser(1, 1 << 20))});
+                  &TeConfig::max_ep_per_ctx, cfg::uint_parser(1, 1 << 20)),
+       cfg::field("RPC_BIND_ADDR", "",
+                  "IPv4 address the RPC listener binds; empty: every address (0.0.0.0). Set it "
+                  "to the address peers use, so the listener is not reachable on the others.",
+                  &TeConfig::rpc_bind_addr, cfg::string_parser()),
+       cfg::field("AUTH_TOKEN", "",
+                  "Shared secret: when set, the RPC listener refuses (and logs) a handshake that "
+                  "does not carry the same token, and this engine sends it to its peers. Sent "
+                  "in clear text; it gates the segment descriptor, not the data path.",
+                  &TeConfig::auth_token, cfg::string_parser())});
   return table;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "ucs/config/parser.h"
 #include "ucs/config/registry.h"
@@ -23,6 +24,8 @@ struct TeConfig {
   ucs::config::Duration handshake_timeout{};                         ///< MC_HANDSHAKE_TIMEOUT
   EndpointStoreType endpoint_store_type = EndpointStoreType::Sieve;  ///< MC_ENDPOINT_STORE_TYPE
   uint64_t max_ep_per_ctx = 256;                                     ///< MC_MAX_EP_PER_CTX
+  std::string rpc_bind_addr;                                         ///< MC_RPC_BIND_ADDR
+  std::string auth_token;                                            ///< MC_AUTH_TOKEN
 };
 
 const ucs::config::Table& te_config_table();
