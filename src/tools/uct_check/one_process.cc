@@ -67,7 +67,9 @@ class OneProcess {
     }
     if (has(kCapPutZcopy)) flush_completes_puts();
     if (has(kCapPutZcopy)) put_outside_registration();
+    if (!reconnect_if_failed()) return;
     if (has(kCapPutShort)) read_only_refuses_put();
+    if (!reconnect_if_failed()) return;
     bad_rkeys();
     if (has(kCapAmShort)) many_endpoints();
     if (has(kCapPending | kCapAmBcopy)) pending_back_pressure();
@@ -332,6 +334,17 @@ class OneProcess {
   Table& table_;
   Entities all_;
   std::unique_ptr<Endpoint> ep_;
+  // A refused access may fail the endpoint (an RC queue pair enters the
+  // error state, as with a NIC): the checks after it run on a new one.
+  bool reconnect_if_failed() {
+    if (!is_error(ep_->check())) return true;
+    ep_.reset();
+    Result<std::unique_ptr<Endpoint>> ep = sender_->connect(target());
+    table_.add("reconnect after a failed endpoint", 0, ep.ok(), why(ep.status()));
+    if (ep.ok()) ep_ = std::move(*ep);
+    return ep.ok();
+  }
+
   std::vector<std::vector<uint8_t>> messages_;
 };
 

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "uct/ib/soft/soft_fabric.h"
 #include "uct/uct_test.h"
@@ -18,6 +19,10 @@ class RcVerbs : public testing::Test {
  protected:
   void SetUp() override {
     use_soft_verbs_unless_told();
+    const char* provider = std::getenv("MC_IB_PROVIDER");
+    if (!provider || std::string(provider) != "soft") {
+      GTEST_SKIP() << "needs the soft provider's fault switch (MC_IB_PROVIDER=soft)";
+    }
     fabric_ = std::getenv("MC_IB_SOFT_FABRIC");
     for (const Resource& r : available_resources()) {
       if (r.tl.tl_name == "rc_verbs") base_ = r;
