@@ -180,7 +180,10 @@ Result<std::shared_ptr<Request>> Endpoint::flush(const RequestParams& params) {
   const uint64_t seq = worker_->next_seq_;
   Worker* w = worker_;
   auto op = std::make_unique<proto::FlushOp>(
-      [w, this, seq] { return w->completed_before(this, seq); }, std::move(targets));
+      [w, this, seq] { return w->completed_before(this, seq); }, std::move(targets),
+      [this](size_t lane) {
+        return is_error(runtime_[lane].status) && !runtime_[lane].local_completions;
+      });
   return worker_->submit(std::move(op), params, this);
 }
 

@@ -75,6 +75,12 @@ size_t pack_am(void* dest, void* arg) {
 }  // namespace
 
 Status AmOp::issue(size_t lane, const Slice& s, uct::Completion* comp) {
+  const Status st = issue_on(lane, s, comp);
+  if (st == Status::Ok) (*ep_lanes_)[params_.lanes[lane]].local_completions = true;
+  return st;
+}
+
+Status AmOp::issue_on(size_t lane, const Slice& s, uct::Completion* comp) {
   const size_t ep_lane = params_.lanes[lane];
   const LaneRuntime& lr = (*ep_lanes_)[ep_lane];
   const uct::IfaceAttr& a = lr.attr;

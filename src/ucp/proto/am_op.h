@@ -46,6 +46,7 @@ class AmOp : public RequestOp, private SliceIssuer {
  private:
   using Header = std::array<uint8_t, kAmFragHeader>;
   ucs::Status issue(size_t lane, const Slice& slice, uct::Completion* comp) override;
+  ucs::Status issue_on(size_t lane, const Slice& slice, uct::Completion* comp);
   ucs::Status lane_status(size_t lane) const override;
   /// The header of a slice; stable in memory until this op goes.
   const Header& header(const Slice& s, bool whole);

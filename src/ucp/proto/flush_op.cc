@@ -6,17 +6,20 @@ namespace mc::ucp::proto {
 
 using ucs::Status;
 
-FlushOp::FlushOp(std::function<bool()> prior_done, std::vector<FlushTarget> targets)
-    : prior_done_(std::move(prior_done)), targets_(std::move(targets)) {
+FlushOp::FlushOp(std::function<bool()> prior_done, std::vector<FlushTarget> targets,
+                 std::function<bool(size_t)> lane_failed)
+    : prior_done_(std::move(prior_done)),
+      targets_(std::move(targets)),
+      lane_failed_(std::move(lane_failed)) {
   slots_.resize(targets_.size());
 }
 
+// The error is judged in progress(): a transport reports a lane's failure
+// after it has completed that lane's flushes.
 void FlushOp::on_completion(uct::Completion* comp) {
-  auto* self = static_cast<FlushOp*>(comp->arg);
-  --self->in_flight_;
-  if (is_error(comp->status) && self->first_error_ == Status::Ok) {
-    self->first_error_ = comp->status;
-  }
+  auto* slot = static_cast<Slot*>(comp->arg);
+  --slot->owner->in_flight_;
+  slot->status = comp->status;
 }
 
 Status FlushOp::progress() {
@@ -25,9 +28,10 @@ Status FlushOp::progress() {
   while (next_ < targets_.size()) {
     Slot& slot = slots_[next_];
     slot.owner = this;
+    slot.index = next_;
     slot.comp = uct::Completion{};
     slot.comp.func = &FlushOp::on_completion;
-    slot.comp.arg = this;
+    slot.comp.arg = &slot;
     const Status s = targets_[next_](&slot.comp);
     if (s == Status::NoResource) return Status::InProgress;
     ++next_;
@@ -38,6 +42,12 @@ Status FlushOp::progress() {
     }
   }
   if (in_flight_ > 0) return Status::InProgress;
+  for (const Slot& slot : slots_) {
+    if (is_error(slot.status) && first_error_ == Status::Ok &&
+        !(lane_failed_ && lane_failed_(slot.index))) {
+      first_error_ = slot.status;
+    }
+  }
   return first_error_;
 }
 

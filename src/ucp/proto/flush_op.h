@@ -19,7 +19,11 @@ using FlushTarget = std::function<ucs::Status(uct::Completion* comp)>;
 class FlushOp : public RequestOp {
  public:
   /// `prior_done` says when every earlier request has completed.
-  FlushOp(std::function<bool()> prior_done, std::vector<FlushTarget> targets);
+  /// `lane_failed(i)`, when given, says that target i's lane has failed
+  /// since: its flush error is then ignored, as its slices went to other
+  /// lanes, whose completion `prior_done` already covers.
+  FlushOp(std::function<bool()> prior_done, std::vector<FlushTarget> targets,
+          std::function<bool(size_t)> lane_failed = {});
 
   ucs::Status progress() override;
   void abort() override { aborted_ = true; }
@@ -29,12 +33,15 @@ class FlushOp : public RequestOp {
  private:
   struct Slot {
     FlushOp* owner = nullptr;
+    size_t index = 0;
     uct::Completion comp;
+    ucs::Status status = ucs::Status::Ok;  ///< of its flush, once completed
   };
   static void on_completion(uct::Completion* comp);
 
   std::function<bool()> prior_done_;
   std::vector<FlushTarget> targets_;
+  std::function<bool(size_t)> lane_failed_;
   std::deque<Slot> slots_;  ///< one per target; a deque keeps them in place
   size_t next_ = 0;         ///< the next target to start
   size_t in_flight_ = 0;

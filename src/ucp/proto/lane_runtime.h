@@ -20,6 +20,10 @@ struct LaneRuntime {
   uct::IfaceAttr attr;
   double bandwidth = 0;                  ///< of the pair, as lane selection scored it
   ucs::Status status = ucs::Status::Ok;  ///< an error once the lane failed
+  /// A put or active message completed locally on it (short, bcopy): only a
+  /// flush tells whether it arrived, so a flush error on this lane counts
+  /// even after the lane failed. Set by the ops, never cleared.
+  mutable bool local_completions = false;
 };
 
 /// Registrations of one user buffer for the lanes of one operation: the

@@ -45,6 +45,14 @@ void unpack_slice(void* arg, const void* data, size_t length) {
 }  // namespace
 
 Status RmaOp::issue(size_t lane, const Slice& s, uct::Completion* comp) {
+  const Status st = issue_on(lane, s, comp);
+  if (st == Status::Ok && params_.op == Op::Put) {
+    (*ep_lanes_)[params_.lanes[lane]].local_completions = true;
+  }
+  return st;
+}
+
+Status RmaOp::issue_on(size_t lane, const Slice& s, uct::Completion* comp) {
   const size_t ep_lane = params_.lanes[lane];
   const LaneRuntime& lr = (*ep_lanes_)[ep_lane];
   const uct::Rkey& rkey = *params_.rkey->for_lane(ep_lane);

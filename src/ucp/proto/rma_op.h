@@ -42,6 +42,7 @@ class RmaOp : public RequestOp, private SliceIssuer {
 
  private:
   ucs::Status issue(size_t lane, const Slice& slice, uct::Completion* comp) override;
+  ucs::Status issue_on(size_t lane, const Slice& slice, uct::Completion* comp);
   ucs::Status lane_status(size_t lane) const override;
   ucs::Status issue_zcopy(size_t ep_lane, const Slice& s, const uct::Rkey& rkey,
                           uct::Completion* comp);
