@@ -44,14 +44,20 @@ else
 fi
 [ $rc -ne 0 ] && [ $failed -eq 0 ] && failed=1
 
-# Runs one named check script; it passes when it exits 0.
+# Runs one named check script; it passes when it exits 0, is skipped (and
+# says so) when it exits 77, and fails otherwise.
 run_check() {
   local name=$1; shift
   echo
   echo "=== $name ==="
-  if "$@"; then
+  "$@"
+  local rc=$?
+  if [ $rc -eq 0 ]; then
     echo "--- $name: passed"
     passed=$((passed + 1))
+  elif [ $rc -eq 77 ]; then
+    echo "--- $name: SKIPPED"
+    skipped=$((skipped + 1))
   else
     echo "--- $name: FAILED"
     failed=$((failed + 1))
@@ -80,6 +86,8 @@ if [ "$unit_only" = no ]; then
     "$top/test/integration/gpu_storage_info_check.sh" "$build_dir"
   run_check "vendor plugin: out-of-tree template against an installed mc, mc_uct_check, UCP over it, ABI refusal" \
     "$top/test/integration/plugin_check.sh" "$build_dir"
+  run_check "Transfer Engine under real faults: 2 namespaces, 2 rails; link down, loss, SIGSTOP, SIGKILL, restart" \
+    "$top/test/integration/netns_faults.sh" "$build_dir"
 fi
 
 echo
