@@ -47,16 +47,17 @@ namespace {
 
 // Parses a leading non-negative decimal number (digits and one optional
 // fraction); returns the rest of the text as the unit.
-bool split_number(std::string_view text, double* number, std::string_view* unit) {
+bool split_number(std::string_view text, double* number, std::string_view* unit,
+                  bool exponent = false) {
   text = trim(text);
   size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
     ++i;
   }
   if (i == 0) return false;
-  // An exponent ("7.2e+07"), as format_double() writes very large or small
-  // values: what mc_info -c prints must read back.
-  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+  // An exponent ("7.2e+07"), where format_double() writes one (bandwidths):
+  // what mc_info -c prints must read back. Sizes stay plain ("1e3" is refused).
+  if (exponent && i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
     size_t j = i + 1;
     if (j < text.size() && (text[j] == '+' || text[j] == '-')) ++j;
     if (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) {
@@ -255,7 +256,7 @@ Parser<double> bandwidth_parser() {
   p.parse = [](std::string_view text, double* out) {
     double number = 0;
     std::string_view unit_view;
-    if (!split_number(text, &number, &unit_view)) return Status::InvalidParam;
+    if (!split_number(text, &number, &unit_view, true)) return Status::InvalidParam;
     std::string unit(unit_view);
     if (unit.empty()) {
       *out = number;
