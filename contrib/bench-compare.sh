@@ -19,7 +19,9 @@
 #
 #   contrib/bench-compare.sh [--build DIR] [--rounds N] [--classes "tcp sm ..."]
 #       [--sizes "8 4096 ..."] [--quick] [--plot FILE.png] [--mooncake-bench PATH]
-#       [--no-pin] [--out DIR]
+#       [--no-pin] [--out DIR] [--report-only]
+# --report-only: no new runs; the table, lines and plot from what --out DIR
+# holds (the runs of an earlier, perhaps interrupted, invocation).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +34,7 @@ mooncake=""
 pin=yes
 quick=no
 out=""
+report_only=no
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
     --no-pin) pin=no; shift ;;
     --quick) quick=yes; rounds=1; shift ;;
     --out) out=$2; shift 2 ;;
+    --report-only) report_only=yes; shift ;;
     -h|--help) usage 0 ;;
     *) echo "bench-compare: unknown option '$1'" >&2; usage 2 ;;
   esac
@@ -104,15 +108,16 @@ run_tool() {
 median() { tr ' ' '\n' | grep -v '^NA$' | grep . | sort -g | awk '{ v[NR] = $1 }
   END { if (NR == 0) print "NA"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# Iterations for a size: a run of ~0.2-0.5 s on this kind of machine.
+# Iterations for a size: a run of ~0.1-1 s here (ucx_perftest's tcp
+# ping-pong stalls for milliseconds now and then on a loaded 2-CPU machine).
 iters() {  # <lat|bw> <size> [slow]
   local k=$1 s=$2 n
   if [ "$k" = lat ]; then
-    if [ "$s" -le 4096 ]; then n=20000; elif [ "$s" -le 65536 ]; then n=2000
-    elif [ "$s" -le 1048576 ]; then n=200; else n=60; fi
+    if [ "$s" -le 4096 ]; then n=2000; elif [ "$s" -le 65536 ]; then n=500
+    elif [ "$s" -le 1048576 ]; then n=100; else n=40; fi
   else
-    if [ "$s" -le 64 ]; then n=200000; elif [ "$s" -le 4096 ]; then n=50000
-    elif [ "$s" -le 65536 ]; then n=5000; elif [ "$s" -le 1048576 ]; then n=300; else n=100; fi
+    if [ "$s" -le 4096 ]; then n=10000
+    elif [ "$s" -le 65536 ]; then n=2000; elif [ "$s" -le 1048576 ]; then n=200; else n=60; fi
   fi
   # UCX's UCP RMA over tcp moves 30-700 MB/s here: fewer large operations.
   [ "$3" = slow ] && [ "$s" -ge 65536 ] && n=$((n / 5))
@@ -157,8 +162,13 @@ peers() {  # <class>
 }
 
 results=$out/results.txt
-: > "$results"
-: > "$out/failures.log"
+if [ "$report_only" = no ]; then
+  : > "$results"
+  : > "$out/failures.log"
+  rm -f "$out/limits.txt" "$out/iperf3.txt" "$out/peers.txt"
+elif [ ! -s "$results" ]; then
+  echo "bench-compare: --report-only: no results in $out" >&2; exit 1
+fi
 start=$SECONDS
 echo "bench-compare: $(date -u '+%F %T UTC'), $(nproc) CPUs, $(uname -r), rounds $rounds, output in $out"
 echo "  mc:  $mc"
@@ -202,26 +212,30 @@ compare() {  # <class> <lat|bw> <size>
     "${best_label:-peer}" "$best" $((SECONDS - start))
 }
 
-for c in $classes; do
-  for s in $sizes; do
-    compare "$c" lat "$s"
-    compare "$c" bw "$s"
+if [ "$report_only" = no ]; then
+  for c in $classes; do
+    for s in $sizes; do
+      compare "$c" lat "$s"
+      compare "$c" bw "$s"
+    done
   done
-done
+fi
 
 # Machine limits at each size (memcpy, kernel TCP, TCP ping-pong), and
 # iperf3's TCP throughput over 127.0.0.1 as a second opinion.
-for s in $sizes; do
+[ -s "$out/limits.txt" ] || for s in $sizes; do
   "$mc" --limits -s "$s" -v 2>/dev/null | awk -v s="$s" -F: '
     /memcpy/ { split($2, a, " "); m = a[1] } /one stream/ { split($2, a, " "); t = a[1] }
     /ping-pong/ { split($2, a, " "); l = a[1] } END { print s, m, t, l }' >> "$out/limits.txt"
-  if command -v iperf3 > /dev/null && [ "$s" -ge 65536 ]; then
+  # iperf3 writes at most 1 MiB at a time.
+  if command -v iperf3 > /dev/null && [ "$s" -ge 65536 ] && [ "$s" -le 1048576 ]; then
     port=$((port + 1))
-    iperf3 -s -1 -p $port > /dev/null 2>&1 &
+    timeout 20 iperf3 -s -1 -p $port > /dev/null 2>&1 &
+    iperf_server=$!
     sleep 0.3
-    bw=$(iperf3 -c 127.0.0.1 -p $port -t 2 -l "$s" -J 2>/dev/null |
+    bw=$(timeout 15 iperf3 -c 127.0.0.1 -p $port -t 2 -l "$s" -J 2>/dev/null |
          awk -F: '/"bits_per_second"/ { v = $2 } END { gsub(/[ ,]/, "", v); if (v != "") printf "%.2f", v / 8 / 1048576 }')
-    wait 2>/dev/null
+    kill $iperf_server 2>/dev/null; wait $iperf_server 2>/dev/null
     [ -n "$bw" ] && echo "$s $bw" >> "$out/iperf3.txt"
   fi
 done

@@ -189,8 +189,11 @@ int main(int argc, char** argv) {
     if (!o.test_given) return 0;
   }
 
+  // UCT transports get this loop: driven by their progress() unless it runs
+  // on its thread (loopback: both sides share it, so it must run there).
   Result<std::unique_ptr<ucs::EventLoop>> async = ucs::EventLoop::create();
-  if (!async.ok() || is_error((*async)->start())) return kExitFailed;
+  if (!async.ok()) return kExitFailed;
+  if ((o.async_thread || o.loopback) && is_error((*async)->start())) return kExitFailed;
   int rc;
   if (o.loopback) {
     rc = run_loopback(registry, o, async->get(), limits.get());

@@ -14,13 +14,14 @@ namespace mc::perf {
 
 namespace {
 
-enum LongOnly { OptLimits = 1000, OptTimeout, OptFull, OptAlloc };
+enum LongOnly { OptLimits = 1000, OptTimeout, OptFull, OptAlloc, OptAsync };
 
 constexpr option kLongOptions[] = {
     {"limits", no_argument, nullptr, OptLimits},
     {"timeout", required_argument, nullptr, OptTimeout},
     {"full", no_argument, nullptr, OptFull},
     {"alloc", required_argument, nullptr, OptAlloc},
+    {"async", required_argument, nullptr, OptAsync},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
@@ -182,6 +183,12 @@ Status parse_one(int c, const char* arg, const Registry& registry, Options* o) {
     case OptFull: o->extra_info = true; return Status::Ok;
     case OptLimits: o->limits = true; return Status::Ok;
     case OptTimeout: return parse_timeout(arg, &o->timeout);
+    case OptAsync:
+      if (std::strcmp(arg, "thread") != 0 && std::strcmp(arg, "progress") != 0) {
+        return bad(std::string("invalid --async '") + arg + "': thread or progress");
+      }
+      o->async_thread = !std::strcmp(arg, "thread");
+      return Status::Ok;
     case OptAlloc:
       if (!std::strcmp(arg, "md")) {
         p.alloc = Alloc::Md;
@@ -314,6 +321,10 @@ void print_usage(FILE* out, const char* prog, const Registry& registry) {
       "                        bcopy - copy-out (default for get)\n"
       "                        zcopy - zero-copy\n"
       "     -W <count>     flow control window size, for active messages (%u)\n"
+      "     --async <how>  where a transport's background work (tcp: its sockets) runs:\n"
+      "                    progress - in the test thread's progress() calls, as UCX\n"
+      "                    progresses its transports (default); thread - on an event\n"
+      "                    loop thread. Loopback (-l) always uses the thread\n"
       "     --alloc <how>  where the buffers come from: md - the memory domain's own\n"
       "                    allocator when it has one (sm: shared memory the peer maps;\n"
       "                    as ucx_perftest), else heap (default); heap - page-aligned\n"

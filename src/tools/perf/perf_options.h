@@ -26,10 +26,14 @@ struct Options {
   bool final_only = false;     ///< -f: no progress output
   bool extra_info = false;     ///< -I / --full: the environment of the run
   bool limits = false;         ///< --limits
-  bool test_given = false;     ///< -t was given
-  bool tl_given = false;       ///< -x was given
-  bool dev_given = false;      ///< -d was given
-  Duration timeout{60000};     ///< --timeout; negative: no limit
+  /// --async: UCT transports' background work (sockets of tcp) on a thread
+  /// of its own (true), or in the test thread's progress() (false, as UCX
+  /// progresses its transports; client/server mode only).
+  bool async_thread = false;
+  bool test_given = false;  ///< -t was given
+  bool tl_given = false;    ///< -x was given
+  bool dev_given = false;   ///< -d was given
+  Duration timeout{60000};  ///< --timeout; negative: no limit
 
   /// Only --limits: measure the machine and exit.
   bool limits_only() const { return limits && !test_given; }
