@@ -54,7 +54,10 @@ class RcVerbsComponent : public Component {
                                                 const ucs::config::Sources& sources) override {
     if (md_name != name_) return Status::NoElem;
     std::string why;
-    return open(sources, &why);
+    MC_ASSIGN_OR_RETURN(std::unique_ptr<MemoryDomain> md, open(sources, &why));
+    // With these sources (another provider, other devices) nothing is left.
+    if (md->query_tl_resources().empty()) return Status::NoDevice;
+    return md;
   }
 
   void register_config(ucs::config::Registry& registry) const override {
