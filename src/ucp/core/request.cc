@@ -49,7 +49,7 @@ void Request::advance(uint64_t now_ns) {
 
 void Request::complete(Status status) {
   if (completed()) return;
-  status_ = status;
+  status_.store(status);
   if (callback_) {
     Callback cb = std::move(callback_);
     cb(status);

@@ -86,7 +86,9 @@ TEST_P(UcpWait, SleepingThreadWakesOnAnActiveMessage) {
   t.join();
   EXPECT_TRUE(got);
   EXPECT_EQ(received, msg);
-  if (tcp()) EXPECT_EQ(timeouts, 0) << "the event fd did not wake the thread";
+  if (tcp()) {
+    EXPECT_EQ(timeouts, 0) << "the event fd did not wake the thread";
+  }
 }
 
 TEST_P(UcpWait, SignalWakesAWait) {
