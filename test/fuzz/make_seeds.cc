@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "ucp/api/ucp.h"
+#include "ucp/metadata/descriptors.h"
+#include "ucp/te/handshake.h"
 #include "uct/tcp/tcp_wire.h"
 
 namespace fs = std::filesystem;
@@ -68,6 +70,40 @@ void config_seeds(const fs::path& root) {
     write(root / "fuzz_config", "value" + std::to_string(i), text(static_cast<char>(i), values[i]));
 }
 
+void metadata_seeds(const fs::path& root) {
+  namespace md = mc::metadata;
+  md::SegmentDesc seg;
+  seg.server_name = "node01";
+  seg.devices = {{"tcp:lo"}, {"sm:memory"}};
+  seg.priority_matrix["cpu:0"] = {{"tcp:lo"}, {"sm:memory"}};
+  seg.buffers = {{"cpu:0", 0x7fa16bdf5000, 1 << 20, {1, 2, 3, 0xff}}};
+  seg.worker_address = {0xde, 0xad, 0xbe, 0xef};
+  seg.generation = 7;
+  md::FileSegmentDesc file;
+  file.server_name = "node01";
+  file.buffers = {{1 << 30, "/mnt/nvme0", {{"node02", "/mnt/te/node01/nvme0"}}}};
+  const std::vector<std::pair<std::string, std::string>> texts = {
+      {"rpc_meta", md::encode(md::RpcMeta{"node01", 15001})},
+      {"ram", md::encode(seg)},
+      {"nvmeof", md::encode(file)},
+      {"numbers", R"([0, -1, 18446744073709551615, 1.5e300, "\u00e9\ud83d\ude00", true, null, {}])"}};
+  for (const auto& [name, text] : texts) {
+    const std::vector<uint8_t> bytes(text.begin(), text.end());
+    write(root / "fuzz_metadata", name, bytes);
+    write(root / "fuzz_json", name, bytes);
+  }
+}
+
+void handshake_seeds(const fs::path& root) {
+  write(root / "fuzz_handshake", "request", mc::te::encode_frame(mc::te::kGetSegment, "node01"));
+  for (const std::string conn : {"127.0.0.1:15001", "P2PHANDSHAKE", "http://127.0.0.1:8080/metadata",
+                                 "etcd://10.0.0.1:2379,10.0.0.2:2379", "redis://:pw@host:6379/2",
+                                 "[::1]:15001"}) {
+    write(root / "fuzz_handshake", "conn" + std::to_string(conn.size()),
+          std::vector<uint8_t>(conn.begin(), conn.end()));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,6 +114,8 @@ int main(int argc, char** argv) {
   const fs::path root(argv[1]);
   tcp_seeds(root);
   config_seeds(root);
+  metadata_seeds(root);
+  handshake_seeds(root);
   if (ucp_seeds(root) != 0) {
     std::fprintf(stderr, "make_seeds: could not build a worker (is MC_MODULE_DIR set?)\n");
     return 1;
