@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs mc_perftest in loopback (-l) and client/server mode over self, tcp and
 # sm at a few sizes with small iteration counts, the UCP tests over tcp, sm
-# and UCP's default selection; checks that every run exits 0
+# and UCP's default selection, the Transfer Engine tests (te_write, te_read:
+# a target and an initiator process) over tcp and sm; checks that every run exits 0
 # and prints sane numbers (CSV: the iteration count asked for, positive and
 # bounded latency, bandwidth = size x message rate, latency = 1 / rate), and
 # that bad command lines, a server that never comes and a peer that dies end
@@ -165,6 +166,74 @@ for tl in ${PERFTEST_UCP_TLS:-tcp sm default}; do
   run_ucp "$tl" pair ucp_put_bw 4194304 30
   run_ucp "$tl" pair ucp_get 65536 200 -O 4
   run_ucp "$tl" pair ucp_am_bw 65536 200 -O 4
+done
+
+# run_te <MC_TLS|default> <te_write|te_read> <block_size>: a Transfer Engine
+# target process and an initiator for 1 s (P2PHANDSHAKE); the initiator's
+# result line: a passed data check, bandwidth = block x request rate,
+# request rate = batches x batch / seconds.
+run_te() {
+  local tl=$1 test=$2 block=$3 what="te $1 $2 --block_size $3" out=$tmp/out.te
+  local envs=() rc=0 trc=0 seg= target
+  [ "$tl" = default ] || envs=("MC_TLS=$tl")
+  env "${envs[@]}" timeout $limit "$perftest" -t "$test" --local_server_name=127.0.0.1 \
+    --buffer_size=16m --duration 1 > "$tmp/target" 2>&1 &
+  target=$!
+  for _ in $(seq 200); do
+    seg=$(sed -n 's/^target: segment \([^,]*\),.*/\1/p' "$tmp/target")
+    [ -n "$seg" ] && break
+    kill -0 $target 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$seg" ]; then
+    fail "$what: the target printed no segment"; sed 's/^/      /' "$tmp/target" | tail -5
+    kill $target 2>/dev/null; wait $target 2>/dev/null; return
+  fi
+  env "${envs[@]}" timeout $limit "$perftest" -t "$test" --segment_id="$seg" \
+    --local_server_name=127.0.0.1 --threads 2 --batch_size 32 --block_size "$block" \
+    --duration 1 > "$out" 2> "$tmp/err" || rc=$?
+  kill -TERM $target 2>/dev/null; wait $target || trc=$?
+  if [ $rc -ne 0 ] || [ $trc -ne 0 ]; then
+    fail "$what: initiator exit $rc, target exit $trc"
+    sed 's/^/      /' "$tmp/err" "$out" "$tmp/target" | tail -6; return
+  fi
+  if ! why=$(awk -v block="$block" '
+      /^result / {
+        rows++
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        if (v["check"] != "passed") { print "data check " v["check"]; exit 1 }
+        if (v["batch"] != 32 || v["threads"] != 2) { print "batch/threads not as asked"; exit 1 }
+        if (!(v["batches"] > 0 && v["seconds"] >= 1)) { print "no batches in " v["seconds"] " s"; exit 1 }
+        rate = v["batches"] * v["batch"] / v["seconds"]
+        if ((v["req_per_s"] - rate) > 1 + 0.01 * rate || (rate - v["req_per_s"]) > 1 + 0.01 * rate) {
+          print "request rate " v["req_per_s"] " does not match " v["batches"] " batches"; exit 1
+        }
+        want = rate * block / 1048576
+        if ((v["bw_MBps"] - want) > 0.01 + 0.01 * want || (want - v["bw_MBps"]) > 0.01 + 0.01 * want) {
+          print "bandwidth " v["bw_MBps"] " MB/s does not match " block " B x " rate " req/s"; exit 1
+        }
+      }
+      END { if (rows != 1) { print rows + 0 " result lines, expected 1"; exit 1 } }
+    ' "$out"); then
+    fail "$what: $why"; return
+  fi
+  pass "$what: $(grep '^result ' "$out")"
+}
+
+for tl in ${PERFTEST_TE_TLS:-tcp sm}; do
+  run_te "$tl" te_write 65536
+  run_te "$tl" te_read 65536
+done
+# Bad Transfer Engine command lines: exit status 2 and a message.
+for args in "-t te_write --batch_size 0" "-t te_read --mode initiator" "-t te_bogus" \
+            "-t te_write --operation=copy"; do
+  # shellcheck disable=SC2086
+  timeout 10 "$perftest" $args > /dev/null 2> "$tmp/err"; rc=$?
+  if [ $rc -eq 2 ] && grep -q 'mc_perftest: ' "$tmp/err"; then
+    pass "usage error '$args': $(head -1 "$tmp/err")"
+  else
+    fail "usage error '$args': exit $rc"
+  fi
 done
 
 # The UCP summary names the lanes and protocol that carried the test.

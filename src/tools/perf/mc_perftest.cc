@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // mc_perftest: mc's benchmark tool, command-line compatible with ucx_perftest.
 // Server: no host argument; client: the server's host; -l: both in this
-// process. Tests come from a registry (UCT and UCP; TE later).
+// process. Tests come from a registry (UCT, UCP, Transfer Engine); the
+// Transfer Engine tests have Mooncake's options and run from te_perf_tests.
 //
 // Files: perf_options (command line), perf_params (parameters and their wire
 // form), perf_registry (test name -> runner), perf_rte (control connection),
@@ -9,7 +10,8 @@
 // percentiles), perf_report (ucx_perftest's table and CSV, mc's summary),
 // perf_limits (memcpy, kernel TCP), uct_perf_side (md, iface, buffers),
 // uct_perf_tests / uct_perf_ops / uct_perf_stream (the UCT tests),
-// ucp_perf_tests / ucp_perf_ops (the UCP tests).
+// ucp_perf_tests / ucp_perf_ops (the UCP tests), te_perf_tests (te_write,
+// te_read).
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #include "tools/perf/perf_options.h"
 #include "tools/perf/perf_report.h"
 #include "tools/perf/perf_watchdog.h"
+#include "tools/perf/te_perf_tests.h"
 #include "tools/perf/ucp_perf_tests.h"
 #include "tools/perf/uct_perf_tests.h"
 #include "ucs/async/event_loop.h"
@@ -168,6 +171,8 @@ int main(int argc, char** argv) {
   Registry registry;
   register_uct_tests(registry);
   register_ucp_tests(registry);
+  register_te_tests(registry);
+  if (te_perf_requested(argc, argv)) return run_te_perf(argc, argv);
   Result<Options> parsed = parse_options(argc, argv, registry);
   if (!parsed.ok()) return parsed.status() == Status::Canceled ? 0 : kExitUsage;
   Options& o = *parsed;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "tools/perf/te_perf_tests.h"
 #include "ucs/config/parser.h"
 
 namespace mc::perf {
@@ -343,6 +344,8 @@ void print_usage(FILE* out, const char* prog, const Registry& registry) {
       d.sizes[0], static_cast<unsigned long long>(d.iters),
       static_cast<unsigned long long>(d.warmup), d.window, d.threads, 13337u, d.percentile_rank,
       d.fc_window, prog, prog, prog);
+  std::fprintf(out, "\n");
+  print_te_help(out);
 }
 
 }  // namespace mc::perf

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: Apache-2.0
+// te_write / te_read: Mooncake's transfer_engine_bench over mc::TransferEngine,
+// with its option names and defaults (a P2PHANDSHAKE metadata default, since
+// its own default is a site-specific etcd address), plus a data check.
+#include "tools/perf/te_perf_tests.h"
+
+#include <getopt.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mc/transfer_engine.h"
+#include "tools/perf/perf_params.h"
+#include "ucs/config/parser.h"
+#include "ucs/config/sources.h"
+
+namespace mc::perf {
+
+namespace {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kTargetSlackS = 30;  // a target with --duration serves this much longer
+
+struct TeOptions {
+  std::string test;  // te_write or te_read
+  std::string mode;  // target or initiator; empty: by --segment_id
+  std::string metadata_server = "P2PHANDSHAKE";
+  std::string segment_id;
+  std::string local_server_name;
+  uint64_t batch_size = 128;
+  uint64_t block_size = 65536;
+  uint64_t buffer_size = uint64_t{1} << 30;
+  uint64_t threads = 12;
+  uint64_t duration = 10;
+  bool duration_given = false;
+};
+
+enum TeOpt {
+  OptBatch = 2000,
+  OptBlock,
+  OptBuffer,
+  OptThreads,
+  OptDuration,
+  OptMetadata,
+  OptSegment,
+  OptLocal,
+  OptOperation,
+  OptMode
+};
+
+constexpr option kTeOptions[] = {
+    {"batch_size", required_argument, nullptr, OptBatch},
+    {"block_size", required_argument, nullptr, OptBlock},
+    {"buffer_size", required_argument, nullptr, OptBuffer},
+    {"threads", required_argument, nullptr, OptThreads},
+    {"duration", required_argument, nullptr, OptDuration},
+    {"metadata_server", required_argument, nullptr, OptMetadata},
+    {"segment_id", required_argument, nullptr, OptSegment},
+    {"local_server_name", required_argument, nullptr, OptLocal},
+    {"operation", required_argument, nullptr, OptOperation},
+    {"mode", required_argument, nullptr, OptMode},
+    {"help", no_argument, nullptr, 'h'},
+    {nullptr, 0, nullptr, 0},
+};
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) {
+  g_stop.store(true);
+}
+
+int usage_error(const std::string& why) {
+  std::fprintf(stderr, "mc_perftest: %s (mc_perftest -h lists the te_* options)\n", why.c_str());
+  return kExitUsage;
+}
+
+bool parse_size(const char* name, const char* text, uint64_t min, uint64_t max, uint64_t* out) {
+  size_t v = 0;
+  if (ucs::config::size_parser(min, max).parse(text, &v) != Status::Ok) {
+    usage_error(std::string("invalid --") + name + " '" + text + "': expected a number in [" +
+                std::to_string(min) + ", " + std::to_string(max) + "] (units k, m, g accepted)");
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+void print_te_usage(FILE* out) {
+  const TeOptions d;
+  std::fprintf(
+      out,
+      "Transfer Engine tests (te_write, te_read), as Mooncake's transfer_engine_bench:\n"
+      "  target:    mc_perftest -t te_write [--local_server_name=<host[:port]>]\n"
+      "  initiator: mc_perftest -t te_write --segment_id=<target's segment>\n"
+      "     --mode <m>               target or initiator (default: initiator when\n"
+      "                              --segment_id is given, else target)\n"
+      "     --operation <op>         read or write: -t te_read or -t te_write\n"
+      "     --metadata_server <s>    metadata service (%s; or http://, etcd://, redis://)\n"
+      "     --segment_id <name>      the target's segment: its ip:port under\n"
+      "                              P2PHANDSHAKE, as the target prints it\n"
+      "     --local_server_name <n>  host[:port] peers reach this engine at (hostname)\n"
+      "     --batch_size <n>         requests per batch (%llu)\n"
+      "     --block_size <bytes>     bytes per request (%llu)\n"
+      "     --threads <n>            submitting threads of the initiator (%llu)\n"
+      "     --duration <s>           seconds of the initiator's run (%llu); a target\n"
+      "                              given it serves %d s longer, else until killed\n"
+      "     --buffer_size <bytes>    the target's registered buffer (%llu); it must\n"
+      "                              hold batch_size x threads x block_size\n"
+      "  The transports are UCP's selection, MC_TLS (e.g. MC_TLS=tcp) restricts them.\n"
+      "  Throughput in MB/s with MB = 2^20 B; then one batch is written with a fresh\n"
+      "  pattern, read back and compared.\n",
+      d.metadata_server.c_str(), static_cast<unsigned long long>(d.batch_size),
+      static_cast<unsigned long long>(d.block_size), static_cast<unsigned long long>(d.threads),
+      static_cast<unsigned long long>(d.duration), kTargetSlackS,
+      static_cast<unsigned long long>(d.buffer_size));
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "127.0.0.1";
+  return name;
+}
+
+// Parses argv into `o`; kExitUsage after printing why, -1 when fine.
+int parse_te_options(int argc, char** argv, TeOptions* o) {
+  o->local_server_name = host_name();
+  opterr = 0;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "t:h", kTeOptions, nullptr)) != -1) {
+    const char* a = optarg;
+    bool ok = true;
+    switch (c) {
+      case 't': o->test = a; break;
+      case 'h': print_te_usage(stdout); return 0;
+      case OptBatch: ok = parse_size("batch_size", a, 1, 1 << 20, &o->batch_size); break;
+      case OptBlock: ok = parse_size("block_size", a, 1, uint64_t{1} << 32, &o->block_size); break;
+      case OptBuffer:
+        ok = parse_size("buffer_size", a, 1, uint64_t{1} << 40, &o->buffer_size);
+        break;
+      case OptThreads: ok = parse_size("threads", a, 1, 1024, &o->threads); break;
+      case OptDuration:
+        ok = parse_size("duration", a, 1, 86400, &o->duration);
+        o->duration_given = true;
+        break;
+      case OptMetadata: o->metadata_server = a; break;
+      case OptSegment: o->segment_id = a; break;
+      case OptLocal: o->local_server_name = a; break;
+      case OptOperation:
+        if (std::strcmp(a, "read") && std::strcmp(a, "write"))
+          return usage_error(std::string("invalid --operation '") + a + "': read or write");
+        o->test = std::string("te_") + a;
+        break;
+      case OptMode:
+        if (std::strcmp(a, "target") && std::strcmp(a, "initiator"))
+          return usage_error(std::string("invalid --mode '") + a + "': target or initiator");
+        o->mode = a;
+        break;
+      default:
+        return usage_error("unknown option or missing value: " + std::string(argv[optind - 1]));
+    }
+    if (!ok) return kExitUsage;
+  }
+  if (optind < argc) {
+    return usage_error(std::string("unexpected argument '") + argv[optind] +
+                       "': Transfer Engine tests name the target with --segment_id");
+  }
+  if (o->test != "te_write" && o->test != "te_read")
+    return usage_error("unknown Transfer Engine test '" + o->test + "': te_write or te_read");
+  if (o->mode.empty()) o->mode = o->segment_id.empty() ? "target" : "initiator";
+  if (o->mode == "initiator" && o->segment_id.empty())
+    return usage_error("the initiator needs --segment_id (the target prints it)");
+  return -1;
+}
+
+// What carries the transfers: the engine does not report its lanes, so say
+// what the configuration asks for.
+std::string transport_description() {
+  Result<ucs::config::Sources> sources = ucs::config::Sources::from_process();
+  if (sources.ok()) {
+    if (std::optional<ucs::config::SourceValue> v = sources->lookup("MC_TLS"); v) {
+      return "MC_TLS=" + v->value + " (the engine does not report its lanes)";
+    }
+  }
+  return "UCP's default selection (MC_TLS unset; the engine does not report its lanes)";
+}
+
+// An anonymous mapping: pages cost nothing until touched.
+class Buffer {
+ public:
+  explicit Buffer(size_t length) : length_(length) {
+    void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) addr_ = static_cast<uint8_t*>(p);
+  }
+  ~Buffer() {
+    if (addr_) munmap(addr_, length_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  uint8_t* data() const { return addr_; }
+  size_t length() const { return length_; }
+
+ private:
+  uint8_t* addr_ = nullptr;
+  size_t length_;
+};
+
+bool init_engine(TransferEngine& engine, const TeOptions& o) {
+  if (engine.init(o.metadata_server, o.local_server_name) != 0) {
+    std::fprintf(stderr,
+                 "mc_perftest: the transfer engine did not start (metadata '%s', local '%s')\n",
+                 o.metadata_server.c_str(), o.local_server_name.c_str());
+    return false;
+  }
+  return true;
+}
+
+int run_target(const TeOptions& o) {
+  TransferEngine engine;
+  if (!init_engine(engine, o)) return kExitFailed;
+  Buffer buf(o.buffer_size);
+  if (!buf.data() || engine.registerLocalMemory(buf.data(), buf.length(), "cpu:0") != 0) {
+    std::fprintf(stderr, "mc_perftest: cannot allocate and register %zu B\n", buf.length());
+    return kExitFailed;
+  }
+  const bool p2p = o.metadata_server == "P2PHANDSHAKE";
+  std::printf("target: segment %s, buffer %zu B at 0x%llx; give --segment_id=%s to the initiator\n",
+              (p2p ? engine.getLocalIpAndPort() : o.local_server_name).c_str(), buf.length(),
+              static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(buf.data())),
+              (p2p ? engine.getLocalIpAndPort() : o.local_server_name).c_str());
+  std::fflush(stdout);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const auto end = std::chrono::steady_clock::now() +
+                   std::chrono::seconds(o.duration_given ? o.duration + kTargetSlackS : 0);
+  while (!g_stop.load() && (!o.duration_given || std::chrono::steady_clock::now() < end)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::printf("target: done\n");
+  return engine.unregisterLocalMemory(buf.data()) == 0 ? 0 : kExitFailed;
+}
+
+// Submits one batch and waits for every task of it (as transfer_engine_bench:
+// polling each task in order). False, after saying why, when a task failed.
+bool run_batch(TransferEngine& engine, const std::vector<TransferRequest>& reqs) {
+  const BatchID id = engine.allocateBatchID(reqs.size());
+  if (id == kInvalidBatchID || engine.submitTransfer(id, reqs) != 0) return false;
+  bool ok = true;
+  for (size_t task = 0; task < reqs.size(); ++task) {
+    TransferStatus st{};
+    for (;;) {
+      if (engine.getTransferStatus(id, task, st) != 0) return false;
+      if (st.s != WAITING && st.s != PENDING) break;
+      std::this_thread::yield();
+    }
+    if (st.s != COMPLETED) {
+      std::fprintf(stderr, "mc_perftest: task %zu of a batch ended in state %d\n", task,
+                   static_cast<int>(st.s));
+      ok = false;
+    }
+  }
+  return engine.freeBatchID(id) == 0 && ok;
+}
+
+// The requests of thread `t`: the slots of transfer_engine_bench, block i of
+// the batch at (i x threads + t) x block in both buffers.
+std::vector<TransferRequest> thread_requests(const TeOptions& o, TransferRequest::OpCode op,
+                                             uint8_t* local, SegmentHandle seg, uint64_t remote,
+                                             uint64_t t) {
+  std::vector<TransferRequest> reqs;
+  for (uint64_t i = 0; i < o.batch_size; ++i) {
+    const uint64_t off = o.block_size * (i * o.threads + t);
+    reqs.push_back({op, local + off, seg, remote + off, o.block_size});
+  }
+  return reqs;
+}
+
+// Writes a fresh pattern into the first batch x block bytes of the remote
+// buffer, reads it back into a cleared buffer and compares.
+bool check_data(TransferEngine& engine, const TeOptions& o, uint8_t* local, uint8_t* check,
+                SegmentHandle seg, uint64_t remote, std::string* result) {
+  const size_t len = o.batch_size * o.block_size;
+  const uint64_t seed = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  pattern_fill(local, len, seed);
+  std::memset(check, 0, len);
+  std::vector<TransferRequest> w, r;
+  for (uint64_t i = 0; i < o.batch_size; ++i) {
+    const uint64_t off = i * o.block_size;
+    w.push_back({TransferRequest::WRITE, local + off, seg, remote + off, o.block_size});
+    r.push_back({TransferRequest::READ, check + off, seg, remote + off, o.block_size});
+  }
+  if (!run_batch(engine, w) || !run_batch(engine, r)) {
+    *result = "failed (the check's batches did not complete)";
+    return false;
+  }
+  if (const ptrdiff_t bad = pattern_check(check, len, seed); bad >= 0) {
+    *result = "failed (byte " + std::to_string(bad) + " read back differs from what was written)";
+    return false;
+  }
+  *result = "passed (" + std::to_string(o.batch_size) + " blocks written, read back, compared)";
+  return true;
+}
+
+// Opens the target's segment; its first buffer large enough for every slot.
+bool open_target(TransferEngine& engine, const TeOptions& o, size_t needed, SegmentHandle* seg,
+                 uint64_t* remote) {
+  *seg = engine.openSegment(o.segment_id);
+  std::vector<SegmentBufferInfo> bufs;
+  if (*seg < 0 || engine.getSegmentBuffers(*seg, bufs) != 0) {
+    std::fprintf(stderr, "mc_perftest: cannot open segment '%s' (metadata '%s')\n",
+                 o.segment_id.c_str(), o.metadata_server.c_str());
+    return false;
+  }
+  uint64_t largest = 0;
+  for (const SegmentBufferInfo& b : bufs) {
+    if (b.length >= needed) {
+      *remote = b.addr;
+      return true;
+    }
+    largest = std::max(largest, b.length);
+  }
+  std::fprintf(stderr,
+               "mc_perftest: segment '%s' has no buffer of batch_size x threads x block_size = %zu "
+               "B (its largest: %llu B); give the target a larger --buffer_size\n",
+               o.segment_id.c_str(), needed, static_cast<unsigned long long>(largest));
+  return false;
+}
+
+void report(const TeOptions& o, double seconds, uint64_t batches, const std::string& check) {
+  const double requests = double(batches) * double(o.batch_size);
+  const double bytes = requests * double(o.block_size);
+  const double mbps = bytes / seconds / 1048576.0;
+  std::printf("%s: %llu threads, batch_size %llu, block_size %llu B, duration %.2f s\n",
+              o.test.c_str(), static_cast<unsigned long long>(o.threads),
+              static_cast<unsigned long long>(o.batch_size),
+              static_cast<unsigned long long>(o.block_size), seconds);
+  std::printf("  batches      %llu (%.1f per second)\n", static_cast<unsigned long long>(batches),
+              double(batches) / seconds);
+  std::printf("  throughput   %.2f MB/s (MB = 2^20 B; %.3f GB/s with GB = 10^9 B)\n", mbps,
+              bytes / seconds / 1e9);
+  std::printf("  requests     %.0f per second\n", requests / seconds);
+  std::printf("  transport    %s\n", transport_description().c_str());
+  std::printf("  data check   %s\n", check.c_str());
+  std::printf(
+      "result test=%s block=%llu batch=%llu threads=%llu seconds=%.3f batches=%llu "
+      "bw_MBps=%.2f req_per_s=%.0f check=%s\n",
+      o.test.c_str(), static_cast<unsigned long long>(o.block_size),
+      static_cast<unsigned long long>(o.batch_size), static_cast<unsigned long long>(o.threads),
+      seconds, static_cast<unsigned long long>(batches), mbps, requests / seconds,
+      check.rfind("passed", 0) == 0 ? "passed" : "failed");
+}
+
+int run_initiator(const TeOptions& o) {
+  const size_t needed = o.batch_size * o.threads * o.block_size;
+  TransferEngine engine;
+  if (!init_engine(engine, o)) return kExitFailed;
+  Buffer local(needed), check(o.batch_size * o.block_size);
+  if (!local.data() || !check.data() ||
+      engine.registerLocalMemory(local.data(), local.length(), "cpu:0") != 0 ||
+      engine.registerLocalMemory(check.data(), check.length(), "cpu:0", false) != 0) {
+    std::fprintf(stderr, "mc_perftest: cannot allocate and register %zu B\n", needed);
+    return kExitFailed;
+  }
+  SegmentHandle seg = -1;
+  uint64_t remote = 0;
+  if (!open_target(engine, o, needed, &seg, &remote)) return kExitFailed;
+  pattern_fill(local.data(), needed, 1);
+  const auto op = o.test == "te_write" ? TransferRequest::WRITE : TransferRequest::READ;
+  std::atomic<uint64_t> batches{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> workers;
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t t = 0; t < o.threads; ++t) {
+    workers.emplace_back([&, t] {
+      const std::vector<TransferRequest> reqs =
+          thread_requests(o, op, local.data(), seg, remote, t);
+      uint64_t n = 0;
+      while (!g_stop.load(std::memory_order_relaxed) && !failed.load()) {
+        if (!run_batch(engine, reqs)) failed.store(true);
+        ++n;
+      }
+      batches.fetch_add(n);
+    });
+  }
+  const auto end = start + std::chrono::seconds(o.duration);
+  while (!g_stop.load() && !failed.load() && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  g_stop.store(true);
+  for (std::thread& w : workers) w.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (failed.load()) {
+    std::fprintf(stderr, "mc_perftest: %s failed: a transfer did not complete\n", o.test.c_str());
+    return kExitFailed;
+  }
+  std::string result;
+  const bool ok = check_data(engine, o, local.data(), check.data(), seg, remote, &result);
+  report(o, seconds, batches.load(), result);
+  return ok ? 0 : kExitFailed;
+}
+
+}  // namespace
+
+void print_te_help(FILE* out) {
+  print_te_usage(out);
+}
+
+void register_te_tests(Registry& registry) {
+  auto unused = [](const TestInfo&, RunContext&) { return Status::Unsupported; };
+  registry.add(TestInfo{"te_write", Api::TransferEngine, TestType::Stream,
+                        "batch write throughput / request rate (own options, see below)",
+                        "overhead", Layout::Zcopy},
+               unused);
+  registry.add(TestInfo{"te_read", Api::TransferEngine, TestType::Stream,
+                        "batch read throughput / request rate (own options, see below)", "overhead",
+                        Layout::Zcopy},
+               unused);
+}
+
+bool te_perf_requested(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "-t" && i + 1 < argc && std::string(argv[i + 1]).rfind("te_", 0) == 0) ||
+        a.rfind("-tte_", 0) == 0 || a.rfind("--operation", 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int run_te_perf(int argc, char** argv) {
+  TeOptions o;
+  if (const int rc = parse_te_options(argc, argv, &o); rc >= 0) return rc;
+  return o.mode == "target" ? run_target(o) : run_initiator(o);
+}
+
+}  // namespace mc::perf
