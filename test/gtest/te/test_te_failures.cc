@@ -77,7 +77,9 @@ TEST_P(TeFailures, TargetKilledMidBatchTasksEndAndOtherSegmentsGoOn) {
     ASSERT_EQ(engine->getTransferStatus(batch, i, again), 0);
     EXPECT_EQ(again.s, st.s) << "a task ends once";
   }
-  if (GetParam() == "tcp") EXPECT_EQ(completed, 0u) << "a stopped tcp peer completes nothing";
+  if (GetParam() == "tcp") {
+    EXPECT_EQ(completed, 0u) << "a stopped tcp peer completes nothing";
+  }
   EXPECT_EQ(engine->freeBatchID(batch), 0);
   // The engine keeps serving the other segment.
   auto r = run_batch(*engine, {{TransferRequest::READ, local.data(), os, other.addr(), kSize}});

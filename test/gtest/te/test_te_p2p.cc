@@ -231,7 +231,9 @@ TEST_P(TeP2p, OpeningAgainFollowsARestartedOwner) {
     ASSERT_TRUE(target.start("P2PHANDSHAKE", name, kTargetSize, seed, env_));
     ASSERT_EQ(target.segment(), name);
     const SegmentHandle again = engine->openSegment(name);
-    if (seg >= 0) EXPECT_EQ(again, seg) << "the same name keeps its handle";
+    if (seg >= 0) {
+      EXPECT_EQ(again, seg) << "the same name keeps its handle";
+    }
     seg = again;
     ASSERT_GE(seg, 0);
     std::vector<SegmentBufferInfo> bufs;

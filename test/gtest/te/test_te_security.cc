@@ -130,7 +130,9 @@ TEST(TeRpcHostile, MalformedTruncatedForeignAndOversizedRequests) {
     if (c.half_close) ::shutdown(fd, SHUT_WR);
     const int got = outcome(fd);
     if (c.expect >= 0 || got != 0) {
-      if (c.expect != -1) EXPECT_EQ(got, c.expect) << c.what;
+      if (c.expect != -1) {
+        EXPECT_EQ(got, c.expect) << c.what;
+      }
     }
     ::close(fd);
     // A well-behaved client is served after each.
