@@ -219,6 +219,12 @@ TEST(UcpConnectTimeout, LaneThatCannotConnectFailsByTheKnob) {
   ASSERT_TRUE(f.ok());
   EXPECT_EQ((*f)->wait(), Status::Timeout);
   ASSERT_EQ((*ep)->lane_runtime().size(), 1u);
+  // The transport reports the lane's failure from its own thread; the worker
+  // applies it in progress(), which may come after the flush ended.
+  for (int i = 0; i < 5000 && (*ep)->lane_runtime()[0].status == Status::Ok; ++i) {
+    (*a)->progress();
+    usleep(1000);
+  }
   EXPECT_EQ((*ep)->lane_runtime()[0].status, Status::Timeout)
       << "the lane itself must have failed (not just the request's deadline)";
   ep->reset();
