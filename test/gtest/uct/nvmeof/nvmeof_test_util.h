@@ -52,7 +52,7 @@ inline bool write_pattern_file(const std::string& path, size_t size, uint64_t se
   FILE* f = fopen(path.c_str(), "wb");
   if (!f) return false;
   const std::vector<uint8_t> v = pattern_bytes(seed, 0, size);
-  const bool ok = fwrite(v.data(), 1, v.size(), f) == v.size();
+  const bool ok = v.empty() || fwrite(v.data(), 1, v.size(), f) == v.size();  // data() may be null
   return fclose(f) == 0 && ok;
 }
 
