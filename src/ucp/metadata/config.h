@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The metadata knobs every backend shares (MC_METADATA_KEY_PREFIX,
-// MC_METADATA_TIMEOUT, MC_ETCD_LEASE_TTL); a backend module declares its own
+// MC_METADATA_TIMEOUT, MC_ETCD_LEASE_TTL, MC_METADATA_REFRESH_INTERVAL); a
+// backend module declares its own
 // (the redis module: MC_REDIS_PASSWORD, MC_REDIS_DB_INDEX).
 #pragma once
 
@@ -15,9 +16,14 @@ namespace mc::metadata {
 
 /// The shared metadata knobs, as read from the environment or config files.
 struct MetadataConfig {
-  std::string key_prefix;                  ///< MC_METADATA_KEY_PREFIX
-  ucs::config::Duration timeout{};         ///< MC_METADATA_TIMEOUT: bound of one request
-  ucs::config::Duration etcd_lease_ttl{};  ///< MC_ETCD_LEASE_TTL: lease of leased keys
+  std::string key_prefix;           ///< MC_METADATA_KEY_PREFIX
+  ucs::config::Duration timeout{};  ///< MC_METADATA_TIMEOUT: bound of one request
+  /// MC_ETCD_LEASE_TTL (the name Mooncake's docs use): lease of leased keys,
+  /// the etcd lease and the redis expiry alike.
+  ucs::config::Duration lease_ttl{};
+  /// MC_METADATA_REFRESH_INTERVAL: how often an engine checks its own keys
+  /// and puts again those the store lost; zero or inf: never.
+  ucs::config::Duration refresh_interval{};
 };
 
 /// The table of MetadataConfig (global knobs, prefix "MC_").
@@ -27,7 +33,7 @@ const ucs::config::Table& metadata_config_table();
 /// InvalidParam with `*error` naming the variable when a value is bad.
 Result<MetadataConfig> read_metadata_config(std::string* error = nullptr);
 
-/// StoreOptions from the knobs (timeout, lease_ttl).
+/// StoreOptions from the knobs (timeout, lease_ttl; an inf TTL is no lease).
 StoreOptions store_options(const MetadataConfig& config);
 
 /// Registers the shared table and the tables of every loadable metadata

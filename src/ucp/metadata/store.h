@@ -38,8 +38,10 @@ struct StoreOptions {
   /// Bound on one request to the server, connection included.
   std::chrono::milliseconds timeout{5000};
   /// Time-to-live of keys put with Store::put(..., leased = true): backends
-  /// with leases (etcd) attach them to a lease kept alive while the store
-  /// lives, so a crashed engine's keys expire. 0: no lease.
+  /// with leases keep them alive while the store lives, so a crashed
+  /// engine's keys expire: etcd attaches them to a lease (re-granted, keys
+  /// put again, when etcd lost it), redis sets them with this expiry and
+  /// sets them again every third of it. 0: no lease. http has none.
   std::chrono::seconds lease_ttl{10};
 };
 
@@ -48,7 +50,8 @@ struct StoreOptions {
 using WatchCallback = std::function<void(const std::string& key, const std::optional<std::string>& value)>;
 
 /// Thread safety: every method may be called from any thread concurrently.
-/// Every error is logged once with the URL and the cause, and the same text
+/// Every error is logged once with the URL and the cause (the same error
+/// again before a request succeeds only at debug level), and the same text
 /// is kept in last_error().
 class Store {
  public:
@@ -57,7 +60,7 @@ class Store {
   /// server cannot be reached or answered garbage (last_error() says which).
   virtual Result<std::string> get(const std::string& key) = 0;
   /// Sets `key`. `leased`: attach it to this store's lease where the backend
-  /// has leases (the key disappears when the process dies).
+  /// has leases (the key disappears within lease_ttl when the process dies).
   virtual Status put(const std::string& key, const std::string& value, bool leased = false) = 0;
   /// Removes `key`; removing an absent key is Ok.
   virtual Status remove(const std::string& key) = 0;

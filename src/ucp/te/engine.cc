@@ -116,6 +116,10 @@ int TransferEngine::Impl::init(const std::string& conn, const std::string& local
       return static_cast<int>(mconfig.status());
     }
     key_prefix_ = mconfig->key_prefix;
+    if (mconfig->refresh_interval != ucs::config::Duration::max()) {
+      refresh_interval_ =
+          std::chrono::duration_cast<std::chrono::milliseconds>(mconfig->refresh_interval);
+    }
     Result<std::unique_ptr<metadata::Store>> store =
         metadata::open_store(conn, metadata::store_options(*mconfig), &error);
     if (store.ok()) {
@@ -156,6 +160,7 @@ int TransferEngine::Impl::init(const std::string& conn, const std::string& local
       shutdown();
       return static_cast<int>(s);
     }
+    start_refresher();
   }
   MC_LOG(info) << "transfer engine: segment '" << segment_name_ << "' served at " << ip_port()
                << " (metadata " << (store_ ? store_->url() : "P2PHANDSHAKE") << ", "
@@ -164,6 +169,7 @@ int TransferEngine::Impl::init(const std::string& conn, const std::string& local
 }
 
 void TransferEngine::Impl::shutdown() {
+  stop_refresher();  // before the keys are removed: it would put them again
   if (progress_thread_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(mu_);

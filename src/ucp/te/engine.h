@@ -5,7 +5,9 @@
 //
 // Threads: the caller's threads (the API), the progress thread (drives the
 // UCP worker, posts queued tasks, completes them), the RPC listener's thread
-// (serves the descriptor), and the metadata backend's own.
+// (serves the descriptor), the metadata refresher (engine_refresh.cc: puts
+// this engine's keys again when the store lost them), and the metadata
+// backend's own.
 // Lock order: publish_mu_ -> mu_. mu_ guards every member below it and every
 // UCP call (UCP is single-threaded per worker); it is never held across a
 // network round trip (handshake, metadata store), which publish_mu_ and
@@ -13,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -112,6 +115,12 @@ class TransferEngine::Impl {
   void log_location_choice(const LocalBuffer& buf) const;
   void shutdown();
 
+  // engine_refresh.cc
+  void start_refresher();
+  void stop_refresher();
+  void refresh_loop();
+  void refresh_once();
+
   // engine_transfer.cc
   void progress_loop();
   void post_pending_locked(uint64_t now);
@@ -130,6 +139,7 @@ class TransferEngine::Impl {
   std::string ip_;
   uint16_t requested_port_ = 0;
   std::string key_prefix_ = "mooncake";
+  std::chrono::milliseconds refresh_interval_{0};  ///< MC_METADATA_REFRESH_INTERVAL; 0: none
   te::TeConfig config_;
   uint64_t generation_ = 0;
   uint64_t retry_cnt_ = 9;
@@ -142,6 +152,12 @@ class TransferEngine::Impl {
 
   std::mutex publish_mu_;  ///< serialises metadata publication (before mu_)
   std::mutex open_mu_;     ///< serialises segment lookups (before mu_)
+
+  std::mutex refresh_mu_;  ///< guards refresh_stop_ (taken alone)
+  std::condition_variable refresh_cv_;
+  bool refresh_stop_ = false;
+  std::thread refresh_thread_;
+  bool store_down_ = false;  ///< refresher thread only: an outage was logged
 
   mutable std::mutex mu_;
   std::condition_variable wake_;  ///< new work for the progress thread

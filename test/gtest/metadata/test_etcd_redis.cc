@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Backend-specific behaviour against the real servers: etcd leases (a killed
-// writer's keys expire, a live one's do not), etcd endpoint failover, redis
-// passwords and database indexes from the URL and from the knobs.
+// Backend-specific behaviour against the real servers: etcd and redis leases
+// (a killed writer's keys expire, a live one's do not, and come back after a
+// restarted redis lost them), etcd endpoint failover, redis passwords and
+// database indexes from the URL and from the knobs.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -175,6 +176,87 @@ TEST(MetadataEtcd, WatchSeesEveryChangeOfItsKeyOnly) {
   EXPECT_EQ(seen[0], std::optional<std::string>("one"));
   EXPECT_EQ(seen[1], std::optional<std::string>(std::string("t\0o", 3)));
   EXPECT_EQ(seen[2], std::nullopt);
+}
+
+// The writer: a child that puts a leased key and a plain one, says so, and
+// waits to die. Its pid, or -1 after a test failure.
+pid_t start_writer(const std::string& conn, int ttl_s) {
+  int ready[2];
+  if (pipe(ready) != 0) {
+    ADD_FAILURE() << "pipe";
+    return -1;
+  }
+  const pid_t child = fork();
+  if (child == 0) {
+    close(ready[0]);
+    std::string error;
+    auto store = open_store(conn, options_with_ttl(ttl_s), &error);
+    char ok = store.ok() && (*store)->put("mooncake/ram/crashed", "v", true) == Status::Ok &&
+                      (*store)->put("mooncake/ram/plain", "p", false) == Status::Ok
+                  ? 1
+                  : 0;
+    if (write(ready[1], &ok, 1) != 1) _exit(1);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  char ok = 0;
+  const bool said = child > 0 && read(ready[0], &ok, 1) == 1;
+  close(ready[0]);
+  if (!said || ok != 1) {
+    ADD_FAILURE() << "the writer could not put its keys";
+    if (child > 0) {
+      kill(child, SIGKILL);
+      waitpid(child, nullptr, 0);
+    }
+    return -1;
+  }
+  return child;
+}
+
+TEST(MetadataRedis, LeasedKeysOfAKilledWriterExpire) {
+  Services services;
+  const std::string conn = services.start_redis();
+  ASSERT_FALSE(conn.empty());
+  const pid_t child = start_writer(conn, 2);
+  ASSERT_GT(child, 0);
+  auto store = open_ok(conn, options_with_ttl(2));
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->get("mooncake/ram/crashed").value_or(""), "v");
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_TRUE(wait_absent(*store, "mooncake/ram/crashed", std::chrono::seconds(30)));
+  EXPECT_EQ(store->get("mooncake/ram/plain").value_or(""), "p");  // not leased: stays
+}
+
+TEST(MetadataRedis, LiveLeaseOutlivesItsTtlAndComesBackAfterARestart) {
+  Services services;
+  const std::string conn = services.start_redis();
+  ASSERT_FALSE(conn.empty());
+  auto reader = open_ok(conn, options_with_ttl(2));
+  auto writer = open_ok(conn, options_with_ttl(2));
+  ASSERT_TRUE(reader && writer);
+  ASSERT_EQ(writer->put("mooncake/ram/alive", "v1", true), Status::Ok);
+  ASSERT_EQ(writer->put("mooncake/ram/alive", "v", true), Status::Ok);  // the last value wins
+  ASSERT_EQ(writer->put("mooncake/ram/gone", "g", true), Status::Ok);
+  ASSERT_EQ(writer->remove("mooncake/ram/gone"), Status::Ok);  // no longer set again
+  // Three TTLs later the refresher has kept it.
+  std::this_thread::sleep_for(std::chrono::seconds(6));
+  EXPECT_EQ(reader->get("mooncake/ram/alive").value_or(""), "v");
+  EXPECT_EQ(reader->get("mooncake/ram/gone").status(), Status::NoElem);
+  // A redis without persistence restarts empty; the writer sets it again.
+  services.kill(Service::Redis);
+  EXPECT_NE(reader->get("mooncake/ram/alive").status(), Status::Ok);
+  ASSERT_TRUE(services.restart(Service::Redis));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (reader->get("mooncake/ram/alive").value_or("") != "v" &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(reader->get("mooncake/ram/alive").value_or(""), "v");
+  EXPECT_EQ(reader->get("mooncake/ram/gone").status(), Status::NoElem);
+  // Without the writer the key expires.
+  writer.reset();
+  EXPECT_TRUE(wait_absent(*reader, "mooncake/ram/alive", std::chrono::seconds(30)));
 }
 
 TEST(MetadataRedis, WatchIsUnsupported) {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The etcd lease of leased keys: granted at the first leased put, kept alive
 // every third of its TTL by a thread, re-granted (and its keys put again)
-// when etcd lost it, e.g. after a long outage; revoked by the destructor.
+// when etcd lost it, e.g. after a long outage, as soon as the keep-alive or
+// a leased put finds it gone; revoked by the destructor.
 #include <charconv>
 #include <chrono>
 
@@ -104,10 +105,21 @@ void EtcdStore::keepalive_once() {
   // A live lease answers {"result": {"ID": ..., "TTL": "<seconds left>"}};
   // a lost one has no TTL (or 0).
   if (json_int64(response["result"]["TTL"]) > 0) return;
-  MC_LOG(warn) << "metadata: " << conn_ << ": lease " << id
+  (void)replace_lease(id);
+}
+
+Status EtcdStore::replace_lease(int64_t lost) {
+  // One thread replaces a lost lease; the others (a put that found it gone
+  // while the keep-alive did too) wait for it and use the new one.
+  std::lock_guard<std::mutex> replacing(replace_lock_);
+  {
+    std::lock_guard<std::mutex> guard(lease_lock_);
+    if (lease_id_ != lost) return Status::Ok;
+  }
+  MC_LOG(warn) << "metadata: " << conn_ << ": lease " << lost
                << " was lost; granting a new one and putting the leased keys again";
   int64_t granted = 0, ttl = 0;
-  if (is_error(grant(&granted, &ttl))) return;
+  MC_RETURN_IF_ERROR(grant(&granted, &ttl));
   std::map<std::string, std::string> keys;
   {
     std::lock_guard<std::mutex> guard(lease_lock_);
@@ -115,7 +127,12 @@ void EtcdStore::keepalive_once() {
     lease_ttl_ = ttl;
     keys = leased_;
   }
-  for (const auto& [key, value] : keys) (void)put_raw(key, value, granted);
+  Status status = Status::Ok;
+  for (const auto& [key, value] : keys) {
+    const Status s = put_raw(key, value, granted);
+    if (is_error(s)) status = s;
+  }
+  return status;
 }
 
 }  // namespace mc::metadata::etcd

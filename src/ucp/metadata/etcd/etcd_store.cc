@@ -122,6 +122,7 @@ Status EtcdStore::call(const std::string& path, const Json::Value& request, Json
       continue;
     }
     current_ = index;
+    succeeded();
     std::string why;
     if (!from_json(reply.body, response, &why) || !response->isObject()) {
       const std::string text = "etcd://" + ep + path + ": HTTP " + std::to_string(reply.code) +
@@ -174,7 +175,15 @@ Status EtcdStore::put_raw(const std::string& key, const std::string& value, int6
 Status EtcdStore::put(const std::string& key, const std::string& value, bool leased) {
   int64_t lease = 0;
   if (leased && options_.lease_ttl.count() > 0) MC_RETURN_IF_ERROR(ensure_lease(&lease));
-  MC_RETURN_IF_ERROR(put_raw(key, value, lease));
+  Status s = put_raw(key, value, lease);
+  if (is_error(s) && lease != 0 && last_error().find("lease not found") != std::string::npos) {
+    // The lease expired while etcd could not be reached (or etcd lost it):
+    // replace it now rather than at the next keep-alive, and put again.
+    MC_RETURN_IF_ERROR(replace_lease(lease));
+    lease = this->lease_id();
+    s = put_raw(key, value, lease);
+  }
+  MC_RETURN_IF_ERROR(s);
   std::lock_guard<std::mutex> guard(lease_lock_);
   if (lease != 0) {
     leased_[key] = value;

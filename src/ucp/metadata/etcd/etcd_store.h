@@ -62,6 +62,9 @@ class EtcdStore final : public StoreBase {
   void keepalive_loop();
   // One keep-alive; re-grants and re-puts the leased keys when etcd lost it.
   void keepalive_once();
+  // Grants a new lease and puts every leased key again on it, unless another
+  // thread replaced `lost` already.
+  Status replace_lease(int64_t lost);
   void watch_loop(std::string key, WatchCallback callback);
   // One watch stream until it ends; `*revision` advances past each event.
   void watch_stream(const std::string& key, const WatchCallback& callback, int64_t* revision);
@@ -71,6 +74,7 @@ class EtcdStore final : public StoreBase {
   const StoreOptions options_;
   std::atomic<size_t> current_{0};  // the endpoint that answered last
 
+  std::mutex replace_lock_;        // serialises replace_lease(); taken before lease_lock_
   mutable std::mutex lease_lock_;  // guards everything below
   std::condition_variable lease_cv_;
   int64_t lease_id_ = 0;

@@ -71,6 +71,7 @@ class HttpStore final : public StoreBase {
     const Status s = curl_request(method, full, body, body ? "application/octet-stream" : nullptr,
                                   options_.timeout, url_, reply, &error);
     if (is_error(s)) return fail(s, error);
+    succeeded();
     return Status::Ok;
   }
 

@@ -3,13 +3,23 @@
 // DEL through hiredis on one connection per store, AUTH and SELECT from the
 // URL or MC_REDIS_PASSWORD / MC_REDIS_DB_INDEX, every call bounded by
 // MC_METADATA_TIMEOUT.
+// Leases: a leased put is SET key value EX <lease_ttl> (MC_ETCD_LEASE_TTL),
+// and a thread of the store sets every leased key again, with its value and
+// a fresh expiry, every third of the TTL. So a SIGKILLed engine's keys vanish
+// within the TTL, and a live engine's keys come back within a third of it
+// after a restarted redis (no persistence) lost them. Setting the value
+// again rather than EXPIRE costs the same round trip and needs no second
+// command for a key that is gone.
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ucp/metadata/module.h"
@@ -139,6 +149,17 @@ class RedisStore final : public StoreBase {
   RedisStore(RedisUrl url, std::string password, uint64_t db, const StoreOptions& options)
       : url_(std::move(url)), password_(std::move(password)), db_(db), options_(options) {}
 
+  // Stops the refresher. The leased keys are left to expire (an engine
+  // removes its keys itself before it destroys its store).
+  ~RedisStore() override {
+    {
+      std::lock_guard<std::mutex> guard(refresh_lock_);
+      stopping_ = true;
+    }
+    refresh_cv_.notify_all();
+    if (refresher_.joinable()) refresher_.join();
+  }
+
   // Connects, authenticates, selects the database and PINGs: a server that
   // wants a password it did not get refuses here, not at the first GET.
   Status connect() {
@@ -157,11 +178,19 @@ class RedisStore final : public StoreBase {
   }
 
   Status put(const std::string& key, const std::string& value, bool leased) override {
-    (void)leased;  // no leases in this backend
-    std::lock_guard<std::mutex> guard(lock_);
-    ReplyPtr reply(nullptr, freeReplyObject);
-    MC_RETURN_IF_ERROR(command({"SET", key, value}, &reply));
-    if (reply->type != REDIS_REPLY_STATUS) return unexpected("SET", key, reply.get());
+    leased = leased && options_.lease_ttl.count() > 0;
+    {
+      std::lock_guard<std::mutex> guard(lock_);
+      MC_RETURN_IF_ERROR(set_locked(key, value, leased));
+      // Updated under lock_ with the SET, so the refresher never sets a
+      // value older than the one put last, nor a key removed since.
+      if (leased) {
+        leased_[key] = value;
+      } else {
+        leased_.erase(key);
+      }
+    }
+    if (leased) start_refresher();
     return Status::Ok;
   }
 
@@ -170,12 +199,75 @@ class RedisStore final : public StoreBase {
     ReplyPtr reply(nullptr, freeReplyObject);
     MC_RETURN_IF_ERROR(command({"DEL", key}, &reply));
     if (reply->type != REDIS_REPLY_INTEGER) return unexpected("DEL", key, reply.get());
+    leased_.erase(key);
     return Status::Ok;
   }
 
   std::string url() const override { return url_.shown; }
 
  private:
+  // SET, with EX <lease_ttl> when `leased`.
+  Status set_locked(const std::string& key, const std::string& value, bool leased) {
+    ReplyPtr reply(nullptr, freeReplyObject);
+    std::vector<std::string> args = {"SET", key, value};
+    if (leased) {
+      args.push_back("EX");
+      args.push_back(std::to_string(options_.lease_ttl.count()));
+    }
+    MC_RETURN_IF_ERROR(command(args, &reply));
+    if (reply->type != REDIS_REPLY_STATUS) return unexpected("SET", key, reply.get());
+    return Status::Ok;
+  }
+
+  void start_refresher() {
+    std::lock_guard<std::mutex> guard(refresh_lock_);
+    if (!refresher_.joinable() && !stopping_) {
+      refresher_ = std::thread([this] { refresh_loop(); });
+    }
+  }
+
+  // Every third of the TTL (at least 200 ms), sets each leased key again.
+  void refresh_loop() {
+    const auto period = std::max<std::chrono::milliseconds>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.lease_ttl) / 3,
+        std::chrono::milliseconds(200));
+    std::unique_lock<std::mutex> guard(refresh_lock_);
+    while (!stopping_) {
+      refresh_cv_.wait_for(guard, period, [this] { return stopping_; });
+      if (stopping_) break;
+      guard.unlock();
+      refresh_once();
+      guard.lock();
+    }
+  }
+
+  // One pass; stops at the first failure (the server is away: each further
+  // key would only wait out the timeout). A failure is logged once per
+  // outage by fail(); the keys set again after one are logged once.
+  void refresh_once() {
+    std::map<std::string, std::string> keys;
+    {
+      std::lock_guard<std::mutex> guard(lock_);
+      keys = leased_;
+    }
+    size_t done = 0;
+    for (const auto& [key, value] : keys) {
+      std::lock_guard<std::mutex> guard(lock_);
+      auto it = leased_.find(key);
+      if (it == leased_.end()) continue;  // removed or put unleased since
+      if (is_error(set_locked(key, it->second, true))) {
+        refresh_failing_ = true;
+        return;
+      }
+      ++done;
+    }
+    if (refresh_failing_) {
+      MC_LOG(info) << "metadata: " << url_.shown << ": reachable again; set " << done
+                   << " leased keys again";
+      refresh_failing_ = false;
+    }
+  }
+
   // What is left of the bound of the call in progress (at least 1 ms): a
   // reconnect after a broken connection shares the call's bound.
   timeval timeout() const {
@@ -264,6 +356,7 @@ class RedisStore final : public StoreBase {
       s = raw(args, reply);
     }
     MC_RETURN_IF_ERROR(s);
+    succeeded();
     if ((*reply)->type == REDIS_REPLY_ERROR) {
       return fail(Status::Rejected,
                   url_.shown + ": " + args[0] + ": " + std::string((*reply)->str, (*reply)->len));
@@ -276,9 +369,17 @@ class RedisStore final : public StoreBase {
   const std::string password_;
   const uint64_t db_;
   const StoreOptions options_;
-  std::mutex lock_;  // guards ctx_: hiredis contexts are not thread-safe
+  // Lock order: refresh_lock_ is never held while taking lock_.
+  std::mutex lock_;  // guards ctx_ (hiredis contexts are not thread-safe), leased_
   ContextPtr ctx_{nullptr, redisFree};
   std::chrono::steady_clock::time_point deadline_;  // of the call in progress
+  std::map<std::string, std::string> leased_;       // key -> value, set again by the refresher
+
+  std::mutex refresh_lock_;  // guards stopping_ and refresher_
+  std::condition_variable refresh_cv_;
+  bool stopping_ = false;
+  std::thread refresher_;
+  bool refresh_failing_ = false;  // refresher thread only
 };
 
 class RedisFactory final : public StoreFactory {
