@@ -88,6 +88,8 @@ if [ "$unit_only" = no ]; then
     "$top/test/integration/plugin_check.sh" "$build_dir"
   run_check "Transfer Engine under real faults: 2 namespaces, 2 rails; link down, loss, SIGSTOP, SIGKILL, restart" \
     "$top/test/integration/netns_faults.sh" "$build_dir"
+  run_check "Transfer Engine with its metadata server (etcd, redis, http) killed and restarted, across 3 namespaces" \
+    "$top/test/integration/netns_metadata_faults.sh" "$build_dir"
 fi
 
 echo

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// A Transfer Engine peer for the fault tests (netns_faults.sh, soak.sh).
-// The target serves one buffer with canaries on both sides and checks them
-// when it is told to stop; the initiator runs rounds (write a pattern, read
-// it back, check every byte) and keeps going through failures, re-opening
-// the segment before each round, so a restarted target is reconnected.
+// A Transfer Engine peer for the fault tests (netns_faults.sh,
+// netns_metadata_faults.sh, soak.sh). The target serves one buffer with
+// canaries on both sides and checks them when it is told to stop; the
+// initiator runs rounds (write a pattern, read it back, check every byte)
+// and keeps going through failures, re-opening the segment before each
+// round, so a restarted target is reconnected (and, with a metadata store
+// that is away, the open segment keeps its descriptor).
+// --metadata URL (both modes; default P2PHANDSHAKE) names the metadata
+// store; with a store, the target's --local NAME is its segment name.
 //
 //   target:    te_fault_peer --mode target --local IP:PORT [--buffer-size N]
+//              [--metadata URL]
 //              prints "READY segment=<name> ..."; on SIGTERM / SIGINT checks
 //              its canaries and exits 0 when intact
-//   initiator: te_fault_peer --mode initiator --local IP --segment NAME
+//   initiator: te_fault_peer --mode initiator --local IP --segment NAME [--metadata URL]
 //              [--rounds N] [--stop-file PATH] [--block-size N] [--batch-size N]
 //              [--random-sizes] [--seed N] [--remote-offset N]
 //              prints one line per round:
