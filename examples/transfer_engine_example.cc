@@ -33,6 +33,7 @@ struct Options {
   std::string metadata = "P2PHANDSHAKE";
   std::string local = "127.0.0.1";
   std::string segment;
+  std::string location = "*";  // of the registered buffer: cpu:N, cuda:N, * (detect)
   size_t buffer_size = 4 << 20;
   size_t block_size = 64 << 10;
   size_t batch_size = 16;
@@ -58,7 +59,8 @@ int usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s --mode target|initiator [--metadata CONN] [--local HOST[:PORT]]\n"
                "          [--segment NAME] [--buffer-size N] [--block-size N] [--batch-size N]\n"
-               "          [--seed N] [--iterations N] [--duration SECONDS]\n",
+               "          [--seed N] [--iterations N] [--duration SECONDS]\n"
+               "          [--location cpu:N|cuda:N|*]  (of the registered buffer; * detects)\n",
                prog);
   return 2;
 }
@@ -106,7 +108,7 @@ int transfer_all(mc::TransferEngine& engine, mc::SegmentHandle seg, uint64_t rem
 int run_target(mc::TransferEngine& engine, const Options& opt) {
   std::vector<uint8_t> buf(opt.buffer_size);
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = pattern(opt.seed, i);
-  if (engine.registerLocalMemory(buf.data(), buf.size(), "*") != 0) return 1;
+  if (engine.registerLocalMemory(buf.data(), buf.size(), opt.location) != 0) return 1;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -139,7 +141,7 @@ int run_initiator(mc::TransferEngine& engine, const Options& opt) {
   }
   const size_t length = bufs[0].length;
   std::vector<uint8_t> local(length);
-  if (engine.registerLocalMemory(local.data(), local.size(), "*") != 0) return 1;
+  if (engine.registerLocalMemory(local.data(), local.size(), opt.location) != 0) return 1;
   for (unsigned it = 0; it < opt.iterations; ++it) {
     std::memset(local.data(), 0, local.size());
     if (transfer_all(engine, seg, bufs[0].addr, local.data(), length, opt,
@@ -180,6 +182,16 @@ int run_initiator(mc::TransferEngine& engine, const Options& opt) {
   }
   std::printf("initiator: %u x (read, write, read back) of %zu bytes verified\n", opt.iterations,
               length);
+  // Which lanes the NIC priority matrices chose for this buffer and the
+  // target's, and what each carried.
+  std::vector<mc::SegmentPathInfo> paths;
+  if (engine.getSegmentPaths(seg, paths, local.data(), bufs[0].addr) == 0) {
+    for (const auto& p : paths) {
+      std::printf("path %s -> %s: rank %d, %s%s, %" PRIu64 " bytes\n", p.local_device.c_str(),
+                  p.remote_device.c_str(), p.rank, p.carries ? "carries" : "stand-by",
+                  p.healthy ? "" : ", failed", p.bytes);
+    }
+  }
   return engine.unregisterLocalMemory(local.data()) == 0 ? 0 : 1;
 }
 
@@ -197,6 +209,7 @@ int main(int argc, char** argv) {
                                     {"seed", required_argument, nullptr, 'S'},
                                     {"iterations", required_argument, nullptr, 'i'},
                                     {"duration", required_argument, nullptr, 'd'},
+                                    {"location", required_argument, nullptr, 'L'},
                                     {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", longopts, nullptr)) != -1) {
@@ -211,6 +224,7 @@ int main(int argc, char** argv) {
       case 'S': opt.seed = static_cast<unsigned>(std::atoi(optarg)); break;
       case 'i': opt.iterations = static_cast<unsigned>(std::atoi(optarg)); break;
       case 'd': opt.duration = static_cast<unsigned>(std::atoi(optarg)); break;
+      case 'L': opt.location = optarg; break;
       default: return usage(argv[0]);
     }
   }

@@ -34,6 +34,8 @@ for tl in tcp sm; do
   expect "MC_TLS=$tl: a filtered candidate with its reason" "$tmp/e.$tl" \
     "^  rejected [^ ]+: filtered: filtered by MC_TLS=$tl"
   expect "MC_TLS=$tl: score terms" "$tmp/e.$tl" "^  $tl/[^ ]+ -> $tl/[^:]+: latency [0-9.]+us, overhead"
+  expect "MC_TLS=$tl: path choice per memory location" "$tmp/e.$tl" \
+    "^  ((cpu|cuda):[0-9]+: lane [0-9]+ $tl/[^ ]+ -> $tl/[^ ]+ rank [0-4] carries;|none: no priority matrix)"
   if ! MC_TLS=$tl timeout 60 "$info" -p loopback > "$tmp/p.$tl" 2>&1; then
     fail "MC_TLS=$tl mc_info -p loopback exited non-zero"; sed 's/^/    /' "$tmp/p.$tl"; continue
   fi

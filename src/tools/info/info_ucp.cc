@@ -148,6 +148,30 @@ int report_address(ucp::Worker& worker, const std::vector<uint8_t>& packed,
   return 0;
 }
 
+// How the NIC priority matrix of this host (both sides of a loopback
+// endpoint) orders the endpoint's put/get lanes for memory at each location,
+// as the Transfer Engine asks UCP to (ucp::RailPreference).
+void print_paths(const ucp::Context& ctx, const ucp::Endpoint& ep) {
+  const ucs::Topology* topo = ctx.topology();
+  std::cout << " path choice by memory location (NIC priority matrix, both sides):\n";
+  if (!topo || topo->priority_matrix().empty()) {
+    std::cout << "  none: no priority matrix (topology unknown or no NIC)\n";
+    return;
+  }
+  for (const auto& [loc, entry] : topo->priority_matrix()) {
+    ucp::RailPreference rails;
+    rails.local_preferred = rails.remote_preferred = topo->with_netdevs(entry.preferred);
+    rails.local_secondary = rails.remote_secondary = topo->with_netdevs(entry.secondary);
+    const std::vector<ucp::LaneRank> ranked = ep.rank_lanes(rails);
+    std::cout << "  " << loc << ":";
+    for (const ucp::LaneRank& r : ranked) {
+      std::cout << " lane " << r.lane << " " << ep.lanes().candidate_of(r.lane).name << " rank "
+                << r.rank << (r.rank == ranked[0].rank ? " carries" : " stand-by") << ";";
+    }
+    std::cout << "\n";
+  }
+}
+
 // A second worker of this process, and a real endpoint to it.
 int report_loopback(ucp::Context& ctx, ucp::Worker& worker, const EndpointReport& report) {
   Result<std::unique_ptr<ucp::Worker>> peer = ucp::Worker::create(ctx);
@@ -166,6 +190,7 @@ int report_loopback(ucp::Context& ctx, ucp::Worker& worker, const EndpointReport
     return 1;
   }
   print_report((*ep)->peer(), (*ep)->lanes(), &(*ep)->protocols(), report);
+  if (report.lanes && !report.json) print_paths(ctx, **ep);
   return 0;
 }
 

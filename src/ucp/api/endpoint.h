@@ -27,6 +27,13 @@ enum class CloseMode {
   Force,  ///< cancel what is in flight at once
 };
 
+/// One RMA lane as a RailPreference ranks it (Endpoint::rank_lanes).
+struct LaneRank {
+  size_t lane = 0;     ///< endpoint lane
+  unsigned rank = 0;   ///< 0 (best) .. 4; lanes not on a network device: 0
+  bool healthy = true; ///< false once the lane failed
+};
+
 /// Made by Worker::ep_create(). Thread safety: as its worker. Destroying an
 /// endpoint cancels its requests in progress (they complete with Canceled)
 /// and destroys its UCT endpoints.
@@ -79,6 +86,11 @@ class Endpoint {
   void print(std::ostream& os) const;
   /// The run-time state of every lane (tests, tools).
   const std::vector<proto::LaneRuntime>& lane_runtime() const { return runtime_; }
+  /// The lanes that carry puts and gets (rma and rma-bw roles) in the order
+  /// `rails` makes of them: healthy first, then by rank, then by the lane
+  /// selection's order. What a put or get with these rails will use, for
+  /// logs and tools.
+  std::vector<LaneRank> rank_lanes(const RailPreference& rails) const;
 
  private:
   friend class Worker;
@@ -88,7 +100,17 @@ class Endpoint {
   Result<std::shared_ptr<Request>> rma(proto::Op op, void* buffer, size_t length,
                                        uint64_t remote_addr, const Rkey& rkey,
                                        const RequestParams& params);
-  std::vector<size_t> lanes_for(proto::Op op, const proto::ProtoRange& range) const;
+  /// The lanes of an operation: the first `carrying` take its slices, the
+  /// others stand by for a slice whose lane fails; `rank` per lane (empty:
+  /// all equal).
+  struct LanePlan {
+    std::vector<size_t> lanes;
+    size_t carrying = 0;
+    std::vector<unsigned> rank;
+  };
+  LanePlan lanes_for(proto::Op op, const proto::ProtoRange& range,
+                     const RailPreference* rails = nullptr) const;
+  unsigned lane_rank(size_t lane, const RailPreference& rails) const;
   /// Logs why no protocol moves `op` for memory `mem`; Unsupported.
   Status no_protocol(proto::Op op, uct::MemType mem) const;
   /// Rendezvous (core/worker_rndv.cc); Unsupported when the request to send

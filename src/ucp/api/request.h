@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "ucs/config/parser.h"
 #include "ucs/status/status.h"
@@ -28,6 +30,28 @@ class MemHandle;
 /// the call that started the operation when it completes at once.
 using Callback = std::function<void(Status status)>;
 
+/// Devices one put or get should take (topology-aware path choice, as the
+/// Transfer Engine derives them from both sides' NIC priority matrices).
+/// Each lane on a network device gets a rank: 0, 1 or 2 for its local device
+/// being preferred, secondary or neither, plus the same for its remote
+/// device; a side whose two lists are empty ranks every device 0. The
+/// operation's slices go to the best-ranked healthy lanes; a slice whose
+/// lane fails moves to the best-ranked lane left, so secondary devices take
+/// over when the preferred ones fail, and other devices after them. Lanes of
+/// shared memory and self are never ranked down. A name matches a device of
+/// that name or one of its ports: "mlx5_0" matches "mlx5_0:1".
+struct RailPreference {
+  std::vector<std::string> local_preferred;
+  std::vector<std::string> local_secondary;
+  std::vector<std::string> remote_preferred;
+  std::vector<std::string> remote_secondary;
+  /// True when no list names a device (no preference).
+  bool empty() const {
+    return local_preferred.empty() && local_secondary.empty() && remote_preferred.empty() &&
+           remote_secondary.empty();
+  }
+};
+
 /// Optional arguments of every non-blocking operation.
 struct RequestParams {
   Callback callback;  ///< may be empty
@@ -39,6 +63,9 @@ struct RequestParams {
   /// Memory type of the local buffer: it selects the protocol table; an
   /// operation on memory no lane can access fails with Unsupported.
   uct::MemType mem_type = uct::MemType::Host;
+  /// Devices a put or get should take; null or empty: the lanes' own order.
+  /// Read during the call only. Ignored by active messages and flush.
+  const RailPreference* rails = nullptr;
 };
 
 namespace proto {

@@ -36,6 +36,35 @@ size_t rma_fragment(proto::Op op, ProtoKind kind, const std::vector<proto::LaneR
   return frag == SIZE_MAX ? std::max<size_t>(length, 1) : frag;
 }
 
+// `dev` is `name` or one of its ports ("mlx5_0:1" for "mlx5_0").
+bool device_matches(const std::string& dev, const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    if (dev == n || (dev.size() > n.size() && dev.starts_with(n) && dev[n.size()] == ':')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+unsigned side_rank(const std::string& dev, const std::vector<std::string>& preferred,
+                   const std::vector<std::string>& secondary) {
+  if (preferred.empty() && secondary.empty()) return 0;
+  if (device_matches(dev, preferred)) return 0;
+  return device_matches(dev, secondary) ? 1 : 2;
+}
+
+// Healthy lanes first, then lower ranks (a stable sort keeps the selection's
+// order among equals).
+bool healthy_then_rank(const LaneRank& a, const LaneRank& b) {
+  return a.healthy != b.healthy ? a.healthy : a.rank < b.rank;
+}
+
+void append_new(std::vector<size_t>* to, const std::vector<size_t>& from) {
+  for (size_t lane : from) {
+    if (std::find(to->begin(), to->end(), lane) == to->end()) to->push_back(lane);
+  }
+}
+
 }  // namespace
 
 Status Endpoint::no_protocol(proto::Op op, uct::MemType mem) const {
@@ -49,15 +78,54 @@ Status Endpoint::no_protocol(proto::Op op, uct::MemType mem) const {
   return Status::Unsupported;
 }
 
-std::vector<size_t> Endpoint::lanes_for(proto::Op op, const proto::ProtoRange& range) const {
-  std::vector<size_t> lanes = range.lanes;
-  if (range.kind == ProtoKind::MultiZcopy) return lanes;
-  // The other rails stand by for a slice whose lane fails.
-  const bool am = op == proto::Op::Am;
-  for (size_t lane : am ? selection_.am_bw_lanes : selection_.rma_bw_lanes) {
-    if (std::find(lanes.begin(), lanes.end(), lane) == lanes.end()) lanes.push_back(lane);
+unsigned Endpoint::lane_rank(size_t lane, const RailPreference& rails) const {
+  const wireup::Lane& l = selection_.lanes[lane];
+  const wireup::LocalResource& local = worker_->local_resources()[l.local];
+  if (local.dev_type != uct::DeviceType::Net) return 0;  // shared memory, self
+  return side_rank(local.dev_name, rails.local_preferred, rails.local_secondary) +
+         side_rank(peer_.ifaces[l.remote].dev_name, rails.remote_preferred,
+                   rails.remote_secondary);
+}
+
+std::vector<LaneRank> Endpoint::rank_lanes(const RailPreference& rails) const {
+  std::vector<size_t> pool = selection_.rma_lanes;
+  append_new(&pool, selection_.rma_bw_lanes);
+  std::vector<LaneRank> out;
+  for (size_t lane : pool) {
+    out.push_back({lane, lane_rank(lane, rails), !is_error(runtime_[lane].status)});
   }
-  return lanes;
+  std::stable_sort(out.begin(), out.end(), healthy_then_rank);
+  return out;
+}
+
+Endpoint::LanePlan Endpoint::lanes_for(proto::Op op, const proto::ProtoRange& range,
+                                       const RailPreference* rails) const {
+  LanePlan plan;
+  plan.lanes = range.lanes;
+  const bool multi = range.kind == ProtoKind::MultiZcopy;
+  const bool am = op == proto::Op::Am;
+  // The other rails stand by for a slice whose lane fails.
+  if (!multi) append_new(&plan.lanes, am ? selection_.am_bw_lanes : selection_.rma_bw_lanes);
+  plan.carrying = multi ? plan.lanes.size() : 1;
+  if (am || !rails || rails->empty()) return plan;
+  // Topology: the best-ranked healthy lanes carry, the others stand by in
+  // rank order; a single-lane kind may move to any lane that puts and gets.
+  if (!multi) append_new(&plan.lanes, selection_.rma_lanes);
+  std::vector<LaneRank> ranked;
+  for (size_t lane : plan.lanes) {
+    ranked.push_back({lane, lane_rank(lane, *rails), !is_error(runtime_[lane].status)});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), healthy_then_rank);
+  plan.lanes.clear();
+  plan.carrying = 0;
+  for (const LaneRank& r : ranked) {
+    plan.lanes.push_back(r.lane);
+    plan.rank.push_back(r.healthy ? r.rank : 5);
+    const bool best = r.healthy && r.rank == ranked[0].rank && ranked[0].healthy;
+    if (best && (multi || plan.carrying == 0)) plan.carrying++;
+  }
+  plan.carrying = std::max<size_t>(plan.carrying, 1);
+  return plan;
 }
 
 Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_t length,
@@ -83,16 +151,20 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
   p.length = length;
   p.remote_addr = remote_addr;
   p.kind = range->kind;
-  p.lanes = lanes_for(op, *range);
+  LanePlan plan = lanes_for(op, *range, params.rails);
+  p.lanes = std::move(plan.lanes);
   p.rkey = &rkey;
   p.memh = params.memh;
-  p.exec = proto::ExecutorParams{p.lanes.size(), cfg.retry_cnt, cfg.slices_in_flight};
+  p.exec = proto::ExecutorParams{p.lanes.size(), cfg.retry_cnt, cfg.slices_in_flight,
+                                 std::move(plan.rank)};
   if (range->kind == ProtoKind::MultiZcopy) {
     const size_t slice =
         std::min(cfg.slice_size, rma_fragment(op, p.kind, runtime_, p.lanes, length));
     p.slices = proto::cut_slices(length, slice, cfg.fragment_ratio);
-    std::vector<double> bw;
-    for (size_t lane : p.lanes) bw.push_back(std::max(runtime_[lane].bandwidth, 1.0));
+    std::vector<double> bw;  // the carrying lanes share the slices
+    for (size_t i = 0; i < plan.carrying; ++i) {
+      bw.push_back(std::max(runtime_[p.lanes[i]].bandwidth, 1.0));
+    }
     proto::assign_lanes(&p.slices, bw);
   } else {
     p.slices =
@@ -139,7 +211,7 @@ Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* 
   p.message_id = worker_->next_message_id_++;
   p.memh = params.memh;
   size_t frag = SIZE_MAX;
-  for (size_t lane : lanes_for(proto::Op::Am, *range)) {
+  for (size_t lane : lanes_for(proto::Op::Am, *range).lanes) {
     const size_t cap = proto::am_fragment_capacity(runtime_[lane], p.kind, false);
     if (cap == 0) continue;  // this lane cannot carry a fragment
     p.lanes.push_back(lane);

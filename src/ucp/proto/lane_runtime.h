@@ -3,6 +3,7 @@
 // registrations one operation makes on demand.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <vector>
@@ -24,6 +25,9 @@ struct LaneRuntime {
   /// flush tells whether it arrived, so a flush error on this lane counts
   /// even after the lane failed. Set by the ops, never cleared.
   mutable bool local_completions = false;
+  /// Payload bytes of the put and get slices posted on it (statistics,
+  /// tests, the Transfer Engine's path report). Never cleared.
+  mutable uint64_t rma_bytes = 0;
 };
 
 /// Registrations of one user buffer for the lanes of one operation: the

@@ -46,9 +46,9 @@ void unpack_slice(void* arg, const void* data, size_t length) {
 
 Status RmaOp::issue(size_t lane, const Slice& s, uct::Completion* comp) {
   const Status st = issue_on(lane, s, comp);
-  if (st == Status::Ok && params_.op == Op::Put) {
-    (*ep_lanes_)[params_.lanes[lane]].local_completions = true;
-  }
+  const LaneRuntime& lr = (*ep_lanes_)[params_.lanes[lane]];
+  if (st == Status::Ok && params_.op == Op::Put) lr.local_completions = true;
+  if (st == Status::Ok || st == Status::InProgress) lr.rma_bytes += s.length;
   return st;
 }
 

@@ -126,13 +126,18 @@ void SliceExecutor::fail_lane(size_t lane, Status status) {
   }
 }
 
-// Puts a slice at the front of the least loaded healthy lane.
+// Puts a slice at the front of the least loaded healthy lane of the lowest
+// rank.
 bool SliceExecutor::requeue(size_t index) {
+  const auto rank = [this](size_t l) {
+    return l < params_.lane_rank.size() ? params_.lane_rank[l] : 0u;
+  };
+  const auto load = [this](size_t l) { return queues_[l].size() + lane_in_flight_[l]; };
   size_t best = queues_.size();
   for (size_t l = 0; l < queues_.size(); ++l) {
     if (lane_failed_[l] || is_error(issuer_->lane_status(l))) continue;
-    if (best == queues_.size() ||
-        queues_[l].size() + lane_in_flight_[l] < queues_[best].size() + lane_in_flight_[best]) {
+    if (best == queues_.size() || rank(l) < rank(best) ||
+        (rank(l) == rank(best) && load(l) < load(best))) {
       best = l;
     }
   }

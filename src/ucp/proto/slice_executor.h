@@ -32,6 +32,9 @@ struct ExecutorParams {
   size_t lanes = 1;          ///< lanes the slices' `lane` fields index
   uint64_t retry_cnt = 9;    ///< re-issues of one slice before the request fails
   size_t max_in_flight = 8;  ///< per lane
+  /// Per lane, lower first: a re-issued slice goes to the lowest-ranked
+  /// healthy lane (the least loaded among equals). Empty: all equal.
+  std::vector<unsigned> lane_rank;
 };
 
 /// Not thread-safe: driven by the worker's progress, as the lanes are.

@@ -8,6 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
+#include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -26,6 +29,8 @@ struct EpEntry {
   std::vector<std::unique_ptr<ucp::Rkey>> rkeys;  ///< by buffer index; null until used
   size_t inflight = 0;                            ///< UCP operations posted and not yet called back
   bool failed = false;                            ///< an operation failed: no new work goes to it
+  /// (local, remote location) pairs whose path choice was logged.
+  std::set<std::pair<std::string, std::string>> paths_logged;
   ~EpEntry() {
     rkeys.clear();  // an rkey must not outlive its endpoint
     ep.reset();

@@ -74,7 +74,14 @@ Status TransferEngine::Impl::start_ucp() {
   MC_ASSIGN_OR_RETURN(ucs::config::Sources sources, ucs::config::Sources::from_process());
   MC_ASSIGN_OR_RETURN(config_,
                       ucs::config::read_table<te::TeConfig>(te::te_config_table(), sources));
-  MC_ASSIGN_OR_RETURN(context_, ucp::Context::create());
+  MC_ASSIGN_OR_RETURN(ucp::ContextConfig ucp_config,
+                      ucs::config::read_table<ucp::ContextConfig>(ucp::context_config_table(),
+                                                                  sources));
+  load_topology(sources, &ucp_config);
+  ucp::ContextParams context_params;
+  context_params.sources = &sources;
+  context_params.config = ucp_config;
+  MC_ASSIGN_OR_RETURN(context_, ucp::Context::create(context_params));
   MC_ASSIGN_OR_RETURN(worker_, ucp::Worker::create(*context_));
   retry_cnt_ = context_->config().retry_cnt;
   const auto timeout = context_->config().transfer_timeout;
@@ -83,14 +90,6 @@ Status TransferEngine::Impl::start_ucp() {
   for (const ucp::WorkerIface& wi : worker_->ifaces()) {
     const ucp::ResourceInfo& r = context_->resources()[wi.resource];
     devices_.push_back({r.tl.tl_name + ":" + r.tl.dev_name});
-  }
-  if (Result<ucs::Topology> topo = ucs::Topology::discover(sources); topo.ok()) {
-    for (const auto& [loc, entry] : topo->priority_matrix()) {
-      priority_matrix_[loc] = {entry.preferred, entry.secondary};
-    }
-  } else {
-    MC_LOG(warn) << "transfer engine: topology discovery failed (" << topo.status()
-                 << "); buffers get no preferred devices";
   }
   endpoints_ =
       std::make_unique<te::EndpointStore>(config_.endpoint_store_type, config_.max_ep_per_ctx);
@@ -247,23 +246,6 @@ Status TransferEngine::Impl::publish() {
                   << store_->url() << ": " << store_->last_error();
   }
   return s;
-}
-
-void TransferEngine::Impl::log_location_choice(const LocalBuffer& buf) const {
-  auto it = priority_matrix_.find(buf.location);
-  std::string pref = "none", sec = "none";
-  if (it != priority_matrix_.end()) {
-    auto join = [](const std::vector<std::string>& v) {
-      std::string s;
-      for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
-      return s.empty() ? std::string("none") : s;
-    };
-    pref = join(it->second.first);
-    sec = join(it->second.second);
-  }
-  MC_LOG(info) << "transfer engine: buffer " << hex(buf.addr) << " (" << buf.length << " bytes) at "
-               << buf.location << ": preferred devices " << pref << ", secondary " << sec
-               << "; UCP picks lanes per endpoint, so the choice is advisory";
 }
 
 int TransferEngine::Impl::register_memory(const std::vector<BufferEntry>& entries,

@@ -56,6 +56,9 @@ struct RemoteSegment {
   std::string name;
   metadata::SegmentDesc desc;
   size_t inflight = 0;  ///< its tasks not yet ended
+  /// Device preference by (local location, remote buffer location), made on
+  /// first use (engine_paths.cc).
+  std::map<std::pair<std::string, std::string>, ucp::RailPreference> rails;
 };
 
 struct Batch;
@@ -94,6 +97,8 @@ class TransferEngine::Impl {
   SegmentHandle open_segment(const std::string& name);
   int close_segment(SegmentHandle id);
   int segment_buffers(SegmentHandle id, std::vector<SegmentBufferInfo>& out);
+  int segment_paths(SegmentHandle id, const void* local_addr, uint64_t remote_addr,
+                    std::vector<SegmentPathInfo>& out);
 
   BatchID allocate_batch(size_t batch_size);
   int submit(BatchID id, const std::vector<TransferRequest>& entries);
@@ -112,8 +117,16 @@ class TransferEngine::Impl {
   Result<std::string> describe(const std::string& name, std::string* error);
   metadata::SegmentDesc local_desc_locked() const;
   Result<metadata::SegmentDesc> fetch_segment(const std::string& name);
-  void log_location_choice(const LocalBuffer& buf) const;
   void shutdown();
+
+  // engine_paths.cc
+  void load_topology(const ucs::config::Sources& sources, ucp::ContextConfig* ucp_config);
+  ucp::RailPreference rail_preference(const std::string& local, const std::string& remote,
+                                      const metadata::PriorityMatrix& remote_matrix) const;
+  const ucp::RailPreference* rails_locked(RemoteSegment& seg, const Task& task);
+  void log_path_locked(te::EpEntry& entry, const RemoteSegment& seg, const Task& task,
+                       const ucp::RailPreference* rails);
+  void log_location_choice(const LocalBuffer& buf) const;
 
   // engine_refresh.cc
   void start_refresher();

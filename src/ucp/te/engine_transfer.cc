@@ -236,8 +236,8 @@ bool TransferEngine::Impl::post_task_locked(Task* task, uint64_t now) {
     fail_posting_locked(task, entry.status(), now);
     return true;
   }
-  const RemoteSegment& seg = *segments_.at(task->req.target_id);
-  Result<const ucp::Rkey*> rkey = rkey_locked(**entry, seg, task->buffer_index);
+  Result<const ucp::Rkey*> rkey =
+      rkey_locked(**entry, *segments_.at(task->req.target_id), task->buffer_index);
   if (!rkey.ok()) {
     task->entry = *entry;
     fail_posting_locked(task, rkey.status(), now);
@@ -248,6 +248,9 @@ bool TransferEngine::Impl::post_task_locked(Task* task, uint64_t now) {
   task->first_error = Status::Ok;
   ucp::RequestParams params;
   params.memh = task->local ? task->local->memh.get() : nullptr;
+  RemoteSegment& seg = *segments_.at(task->req.target_id);
+  params.rails = rails_locked(seg, *task);
+  log_path_locked(**entry, seg, *task, params.rails);
   if (task->deadline_ns != UINT64_MAX) {
     params.timeout = std::chrono::nanoseconds(task->deadline_ns - now);
   }

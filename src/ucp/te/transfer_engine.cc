@@ -70,6 +70,13 @@ int TransferEngine::getSegmentBuffers(SegmentHandle segment_id,
                  [&] { return impl_->segment_buffers(segment_id, buffers); });
 }
 
+int TransferEngine::getSegmentPaths(SegmentHandle segment_id, std::vector<SegmentPathInfo>& paths,
+                                    const void* local_addr, uint64_t remote_addr) {
+  return guarded("getSegmentPaths", -1, [&] {
+    return impl_->segment_paths(segment_id, local_addr, remote_addr, paths);
+  });
+}
+
 BatchID TransferEngine::allocateBatchID(size_t batch_size) {
   return guarded("allocateBatchID", kInvalidBatchID,
                  [&] { return impl_->allocate_batch(batch_size); });

@@ -507,6 +507,17 @@ const TopoDevice* Topology::find(std::string_view name) const {
   return nullptr;
 }
 
+std::vector<std::string> Topology::with_netdevs(const std::vector<std::string>& names) const {
+  std::vector<std::string> out = names;
+  for (const std::string& name : names) {
+    const TopoDevice* dev = find(name);
+    if (dev && !dev->netdev.empty() && std::find(out.begin(), out.end(), dev->netdev) == out.end()) {
+      out.push_back(dev->netdev);
+    }
+  }
+  return out;
+}
+
 PciDistance Topology::distance(const TopoDevice& a, const TopoDevice& b) {
   const PciPath pa = parse_pci_path(a.sysfs_path);
   const PciPath pb = parse_pci_path(b.sysfs_path);

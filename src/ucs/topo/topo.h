@@ -140,6 +140,9 @@ class Topology {
   /// PCIe distance preferred; every other NIC secondary. Then the override.
   PriorityMatrix priority_matrix() const;
   std::string priority_matrix_json() const { return priority_matrix_to_json(priority_matrix()); }
+  /// `names` followed by the netdev of each RDMA device among them (when
+  /// known and not listed): a lane over that netdev (tcp) is that NIC.
+  std::vector<std::string> with_netdevs(const std::vector<std::string>& names) const;
 
   /// Human-readable report (mc_info -T).
   void print(std::ostream& os) const;

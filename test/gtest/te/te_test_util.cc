@@ -31,7 +31,7 @@ TargetProcess::~TargetProcess() {
 
 bool TargetProcess::start(const std::string& metadata, const std::string& local, size_t buffer_size,
                           unsigned seed, const std::map<std::string, std::string>& env,
-                          bool c_api) {
+                          bool c_api, const std::vector<std::string>& extra_args) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
     ADD_FAILURE() << "pipe: " << strerror(errno);
@@ -56,6 +56,7 @@ bool TargetProcess::start(const std::string& metadata, const std::string& local,
             std::to_string(buffer_size),
             "--seed",
             std::to_string(seed)};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
   }
   pid_ = ::fork();
   if (pid_ == 0) {

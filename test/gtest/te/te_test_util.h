@@ -35,8 +35,10 @@ class TargetProcess {
   /// Starts it with `env` added to the environment and waits for its READY
   /// line; false (with a test failure naming the cause) when it exits or
   /// prints nothing within a minute.
+  /// `extra_args` go to the C++ example's command line (e.g. --location).
   bool start(const std::string& metadata, const std::string& local, size_t buffer_size,
-             unsigned seed, const std::map<std::string, std::string>& env, bool c_api = false);
+             unsigned seed, const std::map<std::string, std::string>& env, bool c_api = false,
+             const std::vector<std::string>& extra_args = {});
   /// Sends `sig`.
   void signal(int sig);
   /// SIGSTOP, and waits until every thread of it has stopped (the group

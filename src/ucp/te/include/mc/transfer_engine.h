@@ -62,6 +62,17 @@ struct SegmentBufferInfo {
   uint64_t length;
 };
 
+/// A lane of the endpoint to an opened segment, as getSegmentPaths ranks it
+/// for memory at one local and one remote location.
+struct SegmentPathInfo {
+  std::string local_device;   ///< transport/device here: "tcp/eth0"
+  std::string remote_device;  ///< transport/device at the segment's owner
+  int rank;                   ///< 0 (both devices preferred) .. 4 (neither listed)
+  bool carries;               ///< takes the slices of such a transfer now
+  bool healthy;               ///< false once the lane failed
+  uint64_t bytes;             ///< payload of writes and reads posted on it so far
+};
+
 /// Thread safety: every method may be called from any thread concurrently.
 /// Return conventions as the Mooncake document: 0 on success and a negative
 /// value on failure (the cause is logged); openSegment returns a negative
@@ -112,6 +123,15 @@ class TransferEngine {
   /// The buffers the owner of an opened segment published; -1 for an
   /// unknown handle.
   int getSegmentBuffers(SegmentHandle segment_id, std::vector<SegmentBufferInfo>& buffers);
+  /// The lanes of the endpoint to an opened segment, best first for a
+  /// transfer between the registered local buffer holding `local_addr` and
+  /// the segment's buffer holding `remote_addr` (their locations pick the
+  /// devices from both priority matrices; a null or 0 address, or one in no
+  /// buffer: no preference on that side), with the bytes each lane carried
+  /// so far. Empty until the first transfer opens the endpoint; -1 for an
+  /// unknown handle.
+  int getSegmentPaths(SegmentHandle segment_id, std::vector<SegmentPathInfo>& paths,
+                      const void* local_addr = nullptr, uint64_t remote_addr = 0);
 
   /// A batch of up to `batch_size` tasks; kInvalidBatchID on failure.
   BatchID allocateBatchID(size_t batch_size);

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device preference of puts and gets (RequestParams::rails): two tcp rails,
+// loopback and a second network device; the preferred device's lane carries
+// every byte, a remote preference steers the same way, small operations
+// follow it, and the secondary device takes over when the preferred one is
+// cut mid-transfer. Bytes per lane come from LaneRuntime::rma_bytes.
+#include <gtest/gtest.h>
+
+#include "common/net_util.h"
+#include "ucp/api/ucp.h"
+#include "uct/base/component_loader.h"
+
+namespace mc::ucp::test {
+namespace {
+
+using ucs::Result;
+using ucs::Status;
+
+class UcpRails : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!uct::find_component("tcp")) GTEST_SKIP() << "tcp transport is not available";
+    if (!mc::test::second_device(&dev_, &dev_addr_)) {
+      GTEST_SKIP() << "no second network device is up";
+    }
+    Result<ucs::config::Sources> sources =
+        ucs::config::Sources::from({{"MC_TLS", "tcp"},
+                                    {"MC_NET_DEVICES", "lo," + dev_},
+                                    {"MC_MAX_RMA_RAILS", "2"},
+                                    {"MC_TRANSFER_TIMEOUT", "60s"}},
+                                   {});
+    ASSERT_TRUE(sources.ok());
+    sources_ = std::move(*sources);
+    ContextParams params;
+    params.sources = &sources_;
+    Result<std::unique_ptr<Context>> ctx = Context::create(params);
+    ASSERT_TRUE(ctx.ok());
+    ctx_ = std::move(*ctx);
+    for (int i = 0; i < 2; ++i) {
+      Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
+      ASSERT_TRUE(w.ok());
+      workers_.push_back(std::move(*w));
+    }
+    Result<std::unique_ptr<Endpoint>> ep = workers_[0]->ep_create(workers_[1]->address());
+    ASSERT_TRUE(ep.ok());
+    ep_ = std::move(*ep);
+    ASSERT_EQ(ep_->lanes().rma_bw_lanes.size(), 2u) << "two tcp rails expected";
+    for (size_t lane : ep_->lanes().rma_bw_lanes) {
+      const wireup::Lane& l = ep_->lanes().lanes[lane];
+      (workers_[0]->local_resources()[l.local].dev_name == "lo" ? lo_ : other_) = lane;
+    }
+    ASSERT_NE(lo_, other_);
+
+    src_.resize(kSize);
+    for (size_t i = 0; i < kSize; ++i) src_[i] = static_cast<uint8_t>((i * 13 + (i >> 12)) | 1);
+    target_.assign(kSize, 0);
+    auto smh = MemHandle::map(*ctx_, src_.data(), kSize);
+    auto tmh = MemHandle::map(*ctx_, target_.data(), kSize);
+    ASSERT_TRUE(smh.ok() && tmh.ok());
+    smh_ = std::move(*smh);
+    tmh_ = std::move(*tmh);
+    auto rkey = ep_->rkey_unpack(*tmh_->rkey_pack());
+    ASSERT_TRUE(rkey.ok());
+    rkey_ = std::move(*rkey);
+  }
+
+  void TearDown() override {
+    rkey_.reset();
+    ep_.reset();
+    smh_.reset();
+    tmh_.reset();
+    workers_.clear();
+    ctx_.reset();
+  }
+
+  uint64_t bytes(size_t lane) const { return ep_->lane_runtime()[lane].rma_bytes; }
+
+  Status wait(Result<std::shared_ptr<Request>> r) {
+    if (!r.ok()) return r.status();
+    while (!(*r)->completed()) {
+      for (auto& w : workers_) w->progress();
+    }
+    return (*r)->status();
+  }
+
+  // Puts `n` bytes of src_ to target_ with `rails`, flushes, and checks them.
+  void put(size_t n, const RailPreference* rails) {
+    RequestParams rp;
+    rp.memh = smh_.get();
+    rp.rails = rails;
+    std::fill(target_.begin(), target_.begin() + n, 0);
+    ASSERT_EQ(wait(ep_->put_nbx(src_.data(), n, remote(), *rkey_, rp)), Status::Ok);
+    ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+    EXPECT_TRUE(std::equal(src_.begin(), src_.begin() + n, target_.begin())) << n << " bytes";
+  }
+
+  // Gets `n` bytes of target_ into src_ (target_ holds src_'s pattern).
+  void get(size_t n, const RailPreference* rails) {
+    RequestParams rp;
+    rp.memh = smh_.get();
+    rp.rails = rails;
+    std::copy(src_.begin(), src_.begin() + n, target_.begin());
+    std::fill(src_.begin(), src_.begin() + n, 0);
+    ASSERT_EQ(wait(ep_->get_nbx(src_.data(), n, remote(), *rkey_, rp)), Status::Ok);
+    EXPECT_TRUE(std::equal(src_.begin(), src_.begin() + n, target_.begin())) << n << " bytes";
+  }
+
+  uint64_t remote() const { return reinterpret_cast<uintptr_t>(target_.data()); }
+
+  static constexpr size_t kSize = size_t{8} << 20;
+  std::string dev_;
+  in_addr dev_addr_{};
+  ucs::config::Sources sources_;
+  std::unique_ptr<Context> ctx_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<Endpoint> ep_;
+  std::vector<uint8_t> src_, target_;
+  std::unique_ptr<MemHandle> smh_, tmh_;
+  std::unique_ptr<Rkey> rkey_;
+  size_t lo_ = SIZE_MAX, other_ = SIZE_MAX;
+};
+
+TEST_F(UcpRails, RanksFollowBothSidesLists) {
+  RailPreference rails;
+  rails.local_preferred = {dev_};
+  rails.local_secondary = {"lo"};
+  std::vector<LaneRank> ranked = ep_->rank_lanes(rails);
+  ASSERT_GE(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].lane, other_);
+  EXPECT_EQ(ranked[0].rank, 0u);
+  EXPECT_EQ(ranked[1].lane, lo_);
+  EXPECT_EQ(ranked[1].rank, 1u);
+  // The remote side prefers loopback: 1 + 0 beats 0 + 2.
+  rails.remote_preferred = {"lo"};
+  ranked = ep_->rank_lanes(rails);
+  EXPECT_EQ(ranked[0].lane, lo_);
+  EXPECT_EQ(ranked[0].rank, 1u);
+  EXPECT_EQ(ranked[1].rank, 2u);
+  // A device no list names ranks 2 on that side.
+  RailPreference elsewhere;
+  elsewhere.local_preferred = {"mlx5_7"};
+  for (const LaneRank& r : ep_->rank_lanes(elsewhere)) EXPECT_EQ(r.rank, 2u);
+}
+
+TEST_F(UcpRails, WithoutPreferenceBothRailsCarry) {
+  const proto::ProtoRange* range = ep_->protocols().table(proto::Op::Put, true).lookup(kSize);
+  ASSERT_NE(range, nullptr);
+  ASSERT_EQ(range->kind, proto::ProtoKind::MultiZcopy);
+  const uint64_t lo0 = bytes(lo_), other0 = bytes(other_);
+  put(kSize, nullptr);
+  EXPECT_GT(bytes(lo_), lo0);
+  EXPECT_GT(bytes(other_), other0);
+  EXPECT_EQ(bytes(lo_) - lo0 + bytes(other_) - other0, kSize);
+}
+
+TEST_F(UcpRails, PreferredDeviceCarriesEveryByte) {
+  for (const std::string& preferred : {dev_, std::string("lo")}) {
+    SCOPED_TRACE("preferred " + preferred);
+    RailPreference rails;
+    rails.local_preferred = {preferred};
+    const size_t want = preferred == "lo" ? lo_ : other_;
+    const size_t avoid = preferred == "lo" ? other_ : lo_;
+    for (size_t n : {size_t{100}, size_t{300000}, kSize}) {
+      const uint64_t want0 = bytes(want), avoid0 = bytes(avoid);
+      put(n, &rails);
+      get(n, &rails);
+      EXPECT_EQ(bytes(want) - want0, 2 * n) << n << " bytes";
+      EXPECT_EQ(bytes(avoid), avoid0) << n << " bytes";
+    }
+  }
+}
+
+TEST_F(UcpRails, RemotePreferenceSteersToo) {
+  RailPreference rails;
+  rails.remote_preferred = {dev_};
+  rails.remote_secondary = {"lo"};
+  const uint64_t other0 = bytes(other_), lo0 = bytes(lo_);
+  put(kSize, &rails);
+  EXPECT_EQ(bytes(other_) - other0, kSize);
+  EXPECT_EQ(bytes(lo_), lo0);
+}
+
+TEST_F(UcpRails, SecondaryTakesOverWhenPreferredIsCut) {
+  RailPreference rails;
+  rails.local_preferred = {dev_};
+  rails.local_secondary = {"lo"};
+  RequestParams rp;
+  rp.memh = smh_.get();
+  rp.rails = &rails;
+  const uint64_t lo0 = bytes(lo_);
+  Result<std::shared_ptr<Request>> r = ep_->put_nbx(src_.data(), kSize, remote(), *rkey_, rp);
+  ASSERT_TRUE(r.ok());
+  while (target_[0] == 0 && !(*r)->completed()) {
+    for (auto& w : workers_) w->progress();
+  }
+  ASSERT_FALSE((*r)->completed()) << "the put finished before the cut";
+  EXPECT_EQ(bytes(lo_), lo0) << "the secondary lane carried slices before the cut";
+  EXPECT_GT(mc::test::cut_sockets_on(dev_addr_), 0) << "no socket on " << dev_ << " to cut";
+  ASSERT_EQ(wait(*r), Status::Ok);
+  ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+  EXPECT_TRUE(src_ == target_) << "the put did not deliver every byte";
+  EXPECT_GT(bytes(lo_), lo0) << "the secondary lane took no slice";
+  EXPECT_TRUE(is_error(ep_->lane_runtime()[other_].status));
+
+  // The preferred lane failed: the next put goes to the secondary at once.
+  const std::vector<LaneRank> ranked = ep_->rank_lanes(rails);
+  EXPECT_EQ(ranked[0].lane, lo_);
+  EXPECT_FALSE(ranked.back().healthy);
+  const uint64_t lo1 = bytes(lo_);
+  put(kSize, &rails);
+  EXPECT_EQ(bytes(lo_) - lo1, kSize);
+}
+
+}  // namespace
+}  // namespace mc::ucp::test
