@@ -65,6 +65,13 @@ class Endpoint {
   /// iface's error handler. Ok or InProgress.
   virtual Status check();
 
+  /// Where the connection stands: Ok once it is established (at once for a
+  /// transport that connects inside ep_create()), InProgress while it is
+  /// being established, or the error that ended it. Operations may be posted
+  /// before it is Ok; a caller that has other paths (UCP re-connecting a
+  /// failed lane) waits for Ok instead. Non-blocking.
+  virtual Status connect_status();
+
  protected:
   Endpoint() = default;
 };

@@ -64,5 +64,6 @@ Status Endpoint::fence() { return Status::Ok; }  // transports that reorder over
 Status Endpoint::pending_add(PendingReq*) { return Status::Unsupported; }
 void Endpoint::pending_purge(const std::function<void(PendingReq*)>&) {}
 Status Endpoint::check() { return Status::Ok; }
+Status Endpoint::connect_status() { return Status::Ok; }
 
 }  // namespace mc::uct

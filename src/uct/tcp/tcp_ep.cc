@@ -335,4 +335,11 @@ Status TcpEp::check() {
   return Status::Ok;
 }
 
+Status TcpEp::connect_status() {
+  if (!iface_) return Status::Canceled;
+  std::lock_guard guard(lock_);
+  if (failed_ != Status::Ok) return failed_;
+  return connected_ == conns_.size() ? Status::Ok : Status::InProgress;
+}
+
 }  // namespace mc::uct::tcp

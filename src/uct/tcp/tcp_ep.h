@@ -89,6 +89,7 @@ class TcpEp : public Endpoint, private TcpConnHandler {
   Status pending_add(PendingReq* req) override;
   void pending_purge(const std::function<void(PendingReq*)>& cb) override;
   Status check() override;
+  Status connect_status() override;
 
   // For the iface, on the user thread.
   /// Finishes a request whose pieces are all done: flush bookkeeping, then

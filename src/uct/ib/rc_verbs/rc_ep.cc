@@ -157,4 +157,9 @@ void RcEp::pending_purge(const std::function<void(PendingReq*)>& cb) {
 
 Status RcEp::check() { return failed() ? status_ : Status::Ok; }
 
+Status RcEp::connect_status() {
+  if (failed()) return status_;
+  return connected_ ? Status::Ok : Status::InProgress;
+}
+
 }  // namespace mc::uct::ib::rc

@@ -44,6 +44,7 @@ class RcEp : public Endpoint {
   Status pending_add(PendingReq* req) override;
   void pending_purge(const std::function<void(PendingReq*)>& cb) override;
   Status check() override;
+  Status connect_status() override;
 
   // For the iface.
   /// The connection socket is readable: the reply, or the peer closing.
