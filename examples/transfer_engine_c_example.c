@@ -116,6 +116,21 @@ static int run_initiator(mc_te_t* te, const char* segment, unsigned seed) {
   }
   for (size_t i = 0; i < length; ++i) local[i] = pattern(seed, i);
   if (transfer(te, seg, info.addr, local, length, MC_TE_WRITE)) return 1;
+  /* The lanes the priority matrices chose, and what each carried: the four
+   * transfers of the whole buffer. */
+  mc_te_path_info_t paths[8];
+  uint64_t carried = 0;
+  if (mc_te_get_segment_paths(te, seg, local, info.addr, paths, 8, &count) != 0) return 1;
+  for (size_t i = 0; i < count && i < 8; ++i) {
+    printf("path %s -> %s: rank %d, %s, %" PRIu64 " bytes\n", paths[i].local_device,
+           paths[i].remote_device, paths[i].rank, paths[i].carries ? "carries" : "stand-by",
+           paths[i].bytes);
+    carried += paths[i].bytes;
+  }
+  if (carried != 4 * (uint64_t)length) {
+    fprintf(stderr, "the lanes report %" PRIu64 " bytes, not %zu\n", carried, 4 * length);
+    return 1;
+  }
   if (mc_te_unregister_local_memory(te, local) != 0 || mc_te_close_segment(te, seg) != 0) return 1;
   free(local);
   printf("initiator: read, write, read back of %zu bytes verified\n", length);

@@ -103,6 +103,29 @@ int mc_te_get_segment_buffers(mc_te_t* engine, mc_te_segment_id_t segment_id,
   });
 }
 
+int mc_te_get_segment_paths(mc_te_t* engine, mc_te_segment_id_t segment_id,
+                            const void* local_addr, uint64_t remote_addr,
+                            mc_te_path_info_t* out, size_t max, size_t* count) {
+  if (engine == nullptr || count == nullptr || (out == nullptr && max != 0)) return -1;
+  return guard("get_segment_paths", -1, [&] {
+    std::vector<mc::SegmentPathInfo> paths;
+    const int rc = engine->engine.getSegmentPaths(segment_id, paths, local_addr, remote_addr);
+    if (rc != 0) return rc;
+    *count = paths.size();
+    for (size_t i = 0; i < paths.size() && i < max; ++i) {
+      mc_te_path_info_t& o = out[i];
+      std::memset(&o, 0, sizeof(o));
+      std::strncpy(o.local_device, paths[i].local_device.c_str(), sizeof(o.local_device) - 1);
+      std::strncpy(o.remote_device, paths[i].remote_device.c_str(), sizeof(o.remote_device) - 1);
+      o.rank = paths[i].rank;
+      o.carries = paths[i].carries;
+      o.healthy = paths[i].healthy;
+      o.bytes = paths[i].bytes;
+    }
+    return 0;
+  });
+}
+
 mc_te_batch_id_t mc_te_allocate_batch_id(mc_te_t* engine, size_t batch_size) {
   if (engine == nullptr) return MC_TE_INVALID_BATCH_ID;
   return guard("allocate_batch_id", mc_te_batch_id_t{MC_TE_INVALID_BATCH_ID},

@@ -54,6 +54,16 @@ typedef struct mc_te_buffer_info {
   uint64_t length;
 } mc_te_buffer_info_t;
 
+/// A lane of the endpoint to a segment (mc_te_get_segment_paths).
+typedef struct mc_te_path_info {
+  char local_device[64];   ///< "tcp/eth0"; cut to 63 characters
+  char remote_device[64];  ///< at the segment's owner
+  int rank;                ///< 0 (both devices preferred) .. 4
+  int carries;             ///< 1: takes the slices of such a transfer now
+  int healthy;             ///< 0 once the lane failed
+  uint64_t bytes;          ///< payload of writes and reads posted on it so far
+} mc_te_path_info_t;
+
 /// A new engine, not yet initialised; NULL when out of memory.
 mc_te_t* mc_te_create(void);
 /// Destroys the engine (removing its metadata); NULL is ignored.
@@ -72,6 +82,13 @@ int mc_te_close_segment(mc_te_t* engine, mc_te_segment_id_t segment_id);
 /// total count into `*count` (which may exceed max). 0 or negative.
 int mc_te_get_segment_buffers(mc_te_t* engine, mc_te_segment_id_t segment_id,
                               mc_te_buffer_info_t* out, size_t max, size_t* count);
+/// The endpoint's lanes, best first for a transfer between the local buffer
+/// holding `local_addr` and the segment's buffer holding `remote_addr` (see
+/// TransferEngine::getSegmentPaths); `*count` is the number of lanes, of
+/// which the first `max` are written. 0 lanes before the first transfer.
+int mc_te_get_segment_paths(mc_te_t* engine, mc_te_segment_id_t segment_id,
+                            const void* local_addr, uint64_t remote_addr,
+                            mc_te_path_info_t* out, size_t max, size_t* count);
 
 mc_te_batch_id_t mc_te_allocate_batch_id(mc_te_t* engine, size_t batch_size);
 int mc_te_submit_transfer(mc_te_t* engine, mc_te_batch_id_t batch_id,
