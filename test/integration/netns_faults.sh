@@ -5,10 +5,13 @@
 # limited with tc tbf so that a round is long enough to be cut), a target
 # (te_fault_peer) in one, an initiator in the other running rounds of
 # write + read back with every byte checked, over tcp on both rails.
-# Faults, each asserted: one rail down, both down, rails back, 30% loss on
-# one rail, target SIGSTOP/SIGCONT, target SIGKILL, target restarted under
-# the same name (reconnected in the same initiator process). Canaries around
-# both registered buffers are checked at the end.
+# Faults, each asserted: rail 1 black-holed when the initiator starts (it
+# works on rail 2, then puts rail 1 back to use once it answers: the same
+# endpoint reconnects the lane), one rail down and back (the same initiator
+# uses it again), both down, rails back, 30% loss on one rail, target
+# SIGSTOP/SIGCONT, target SIGKILL, target restarted under the same name
+# (reconnected in the same initiator process). Canaries around both
+# registered buffers are checked at the end.
 #   test/integration/netns_faults.sh BUILD_DIR
 # Exits 0 when every check passed, 1 on a failure, 77 (skipped, said loudly)
 # when network namespaces cannot be created.
@@ -60,6 +63,7 @@ ip -n "$nsi" link set lo up
 export MC_TLS=tcp MC_NET_DEVICES=r1,r2 MC_MAX_RMA_RAILS=2
 export MC_TCP_USER_TIMEOUT=2s MC_TCP_KEEPIDLE=1s MC_TCP_KEEPINTVL=1s MC_TCP_KEEPCNT=2
 export MC_TCP_CONN_TIMEOUT=3s MC_HANDSHAKE_TIMEOUT=3s MC_TRANSFER_TIMEOUT=10s
+export MC_LANE_RECONNECT_INTERVAL=500ms  # backoff up to 4 s
 deadline=$((10 + 20))  # MC_TRANSFER_TIMEOUT + slack: a hang detector, not a timing check
 segment=10.199.1.1:16123
 out=$tmp/initiator.out
@@ -113,15 +117,46 @@ no_failed_after() { ! tail -n +$(($1 + 1)) "$out" | grep -q ' failed '; }
 no_other_after() { ! tail -n +$(($1 + 1)) "$out" | grep -q 'other=[1-9]'; }
 no_corruption() { ! grep -q corruption "$out" "$tmp/target.out"; }
 
+# grows N BYTES SECONDS: rail N's bytes grow by BYTES within SECONDS
+grows() {
+  local from end=$((SECONDS + $3))
+  from=$(rail_bytes "$1")
+  while [ $SECONDS -lt $end ]; do
+    [ $(($(rail_bytes "$1") - from)) -gt "$2" ] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+# Rail 1 black-holed at the target (the handshake port excepted, since the
+# segment's name is on rail 1): the initiator's lane there cannot connect.
+rail1_hole() {
+  ip netns exec "$nst" iptables "$1" INPUT -i r1 -p tcp ! --dport "${segment#*:}" -j DROP
+}
+
 start_target 1 || exit 1
+rail1_hole -A
+b2=$(rail_bytes 2)
 ip netns exec "$nsi" "$peer" --mode initiator --local 10.199.1.2 --segment "$segment" \
   --buffer-size 2m --block-size 256k --batch-size 4 --rounds 0 --stop-file "$tmp/stop" \
   > "$out" 2> "$tmp/initiator.err" &
 init_pid=$!
 
+# Started while rail 1 is down: its lane there never connects (it fails by
+# MC_TCP_CONN_TIMEOUT, its slices move to rail 2) and is retried with backoff.
+check "initiator started while rail 1 is down completes on rail 2" wait_ok 0 3 $deadline
+check "rail 1 down at start: no round failed" no_failed_after 0
+check "rail 1 down at start: rail 2 carried the rounds" test $(($(rail_bytes 2) - b2)) -gt 1000000
+# Rail 1 answers again: the same endpoint reconnects its lane and uses it.
+rail1_hole -D
+check "rail 1 back: the SAME long-lived initiator uses it again (rail 1 bytes grow)" \
+  grows 1 1000000 $deadline
+check "rail 1 back: the initiator logged the lane reconnected" \
+  grep -q "reconnected" "$tmp/initiator.err"
+
 # Both rails up: rounds complete and both rails carry data.
+m=$(lines)
 b1=$(rail_bytes 1); b2=$(rail_bytes 2)
-check "both rails up: 3 rounds complete" wait_ok 0 3 60
+check "both rails up: 3 rounds complete" wait_ok "$m" 3 60
 d1=$(($(rail_bytes 1) - b1)); d2=$(($(rail_bytes 2) - b2))
 echo "    rail 1 carried $d1 bytes, rail 2 $d2 bytes"
 check "both rails carry data (multi-rail)" test "$d1" -gt 1000000 -a "$d2" -gt 1000000
@@ -133,9 +168,11 @@ check "rail 1 down: 3 rounds complete on rail 2" wait_ok "$m" 3 $deadline
 check "rail 1 down: no round failed" no_failed_after "$m"
 check "rail 1 down: rail 2 carried the rounds" test $(($(rail_bytes 2) - b2)) -gt 1000000
 
-# Rail 1 back: new transfers (a fresh initiator process) use it again.
+# Rail 1 back: the same initiator (its lane reconnected) and new transfers
+# (a fresh initiator process) use it again.
 ip -n "$nsi" link set r1 up
-sleep 1
+check "rail 1 link back: the SAME long-lived initiator uses it again (rail 1 bytes grow)" \
+  grows 1 1000000 $deadline
 b1=$(rail_bytes 1)
 if ip netns exec "$nsi" timeout $deadline "$peer" --mode initiator --local 10.199.1.2 \
      --segment "$segment" --buffer-size 2m --remote-offset 2m --seed 99 --rounds 3 \

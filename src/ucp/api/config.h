@@ -40,6 +40,9 @@ struct ContextConfig {
   ThreadMode thread_mode = ThreadMode::Single;  ///< MC_THREAD_MODE: default of new workers
   ucs::config::Duration poll_interval{};        ///< MC_POLL_INTERVAL: wait() without event fds
   std::optional<ucs::config::Duration> connect_timeout;  ///< MC_CONNECT_TIMEOUT: nullopt = auto
+  /// MC_LANE_RECONNECT_INTERVAL: first delay before a failed lane is connected
+  /// again (doubling per failed attempt, up to 8 times); zero: never.
+  ucs::config::Duration lane_reconnect_interval{};
 };
 
 /// The table of ContextConfig (global knobs, prefix "MC_").

@@ -7,6 +7,7 @@
 #include <memory>
 #include <ostream>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ucp/api/mem_handle.h"
@@ -119,6 +120,34 @@ class Endpoint {
                                              const RequestParams& params, size_t am_lane);
   void cancel_requests();
 
+  /// A failed lane's way back (core/endpoint_reconnect.cc): a new UCT
+  /// endpoint is made for it after a delay and replaces the failed one once
+  /// connected; the peer's iface takes it like any new connection.
+  struct LaneReconnect {
+    std::unique_ptr<uct::Endpoint> attempt;  ///< connecting, not yet used
+    uint64_t next_ns = 0;                    ///< when the next attempt starts
+    uint64_t delay_ns = 0;                   ///< doubles per failed attempt, up to 8x
+    unsigned attempts = 0;                   ///< failed attempts since the lane failed
+    std::string why;                         ///< "connect failed: ...", "failed: ..."
+  };
+  /// A new UCT endpoint for `lane` (logs nothing: the transport did).
+  Result<std::unique_ptr<uct::Endpoint>> lane_connect(size_t lane) const;
+  /// Marks `lane` failed and, unless MC_LANE_RECONNECT_INTERVAL is off,
+  /// schedules its first reconnection.
+  void lane_failed(size_t lane, Status status, const std::string& why);
+  /// Starts, checks and finishes reconnections; the worker calls it from
+  /// progress() while this endpoint has failed lanes. Returns events.
+  unsigned progress_reconnect(uint64_t now);
+  /// Whether every lane an operation has is down (a new endpoint fails).
+  bool missing_lanes(std::string* what) const;
+  /// Active-message lanes other than the AM rails (any lane that can carry
+  /// active messages): they stand by when the AM lane failed.
+  std::vector<size_t> am_standby_lanes() const;
+  /// `preferred` when healthy, else the first healthy AM rail or standby.
+  size_t am_lane_now(size_t preferred) const;
+  /// One line per failed lane: why, and where its reconnection stands.
+  void print_lane_state(std::ostream& os) const;
+
   Worker* worker_;
   wireup::WorkerAddress peer_;
   wireup::LaneSelection selection_;
@@ -126,6 +155,7 @@ class Endpoint {
   std::vector<std::unique_ptr<uct::Endpoint>> uct_eps_;  ///< per lane
   std::vector<proto::LaneRuntime> runtime_;              ///< per lane; ops point into it
   bool closed_ = false;
+  std::vector<LaneReconnect> reconnect_;  ///< per lane
 };
 
 }  // namespace mc::ucp

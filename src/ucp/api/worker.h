@@ -172,6 +172,7 @@ class Worker {
   std::unique_ptr<AmReassembly> reassembly_;
   std::vector<std::shared_ptr<Request>> active_;
   std::vector<Endpoint*> eps_;
+  std::vector<Endpoint*> reconnecting_;  ///< endpoints with a failed lane to connect again
   std::map<const uct::Endpoint*, std::pair<Endpoint*, size_t>> uct_eps_;          ///< -> (ep, lane)
   std::map<std::string, std::shared_ptr<const proto::EpProtocols>> proto_cache_;  ///< by lanes
   uint64_t next_seq_ = 1;

@@ -6,6 +6,28 @@ namespace mc::ucp {
 
 namespace cfg = ucs::config;
 
+namespace {
+
+// "off" (or 0): never; otherwise a time.
+cfg::Parser<cfg::Duration> reconnect_interval_parser() {
+  cfg::Parser<cfg::Duration> p = cfg::time_parser();
+  cfg::Parser<cfg::Duration> time = p;
+  p.syntax = "off, or " + time.syntax;
+  p.parse = [time](std::string_view text, cfg::Duration* out) {
+    if (cfg::to_lower(cfg::trim(text)) == "off") {
+      *out = cfg::Duration::zero();
+      return ucs::Status::Ok;
+    }
+    return time.parse(text, out);
+  };
+  p.format = [time](const cfg::Duration& value) {
+    return value <= cfg::Duration::zero() ? std::string("off") : time.format(value);
+  };
+  return p;
+}
+
+}  // namespace
+
 const cfg::Table& context_config_table() {
   static const cfg::Table table(
       "ucp context", "",
@@ -75,7 +97,14 @@ const cfg::Table& context_config_table() {
                   "peer's address); a lane not connected by then fails with Timeout and its "
                   "operations go to the other lanes or fail. auto: each transport's own knob "
                   "(MC_TCP_CONN_TIMEOUT).",
-                  &ContextConfig::connect_timeout, cfg::auto_parser(cfg::time_parser()))});
+                  &ContextConfig::connect_timeout, cfg::auto_parser(cfg::time_parser())),
+       cfg::field("LANE_RECONNECT_INTERVAL", "2s",
+                  "A lane that failed (its connection broke, or it could not connect when the "
+                  "endpoint was created) is connected again in the background: first after "
+                  "this long, then, while attempts fail, after twice as long each time, up to "
+                  "8 times this; once connected, new operations use it again. \"off\": a "
+                  "failed lane stays failed for the endpoint's life.",
+                  &ContextConfig::lane_reconnect_interval, reconnect_interval_parser())});
   return table;
 }
 

@@ -2,6 +2,7 @@
 // Endpoint: lanes, rkeys, close and destruction.
 #include "ucp/api/endpoint.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ucp/api/worker.h"
@@ -16,37 +17,97 @@ Endpoint::Endpoint(Worker* worker, wireup::WorkerAddress peer, wireup::LaneSelec
 
 Status Endpoint::connect() {
   const Context& ctx = worker_->context();
+  reconnect_.resize(selection_.lanes.size());
+  Status first_error = Status::Ok;
   for (size_t lane = 0; lane < selection_.lanes.size(); ++lane) {
-    const wireup::Lane& l = selection_.lanes[lane];
-    const wireup::AddressEntry& remote = peer_.ifaces[l.remote];
-    const WorkerIface& wi = worker_->ifaces_[static_cast<size_t>(worker_->iface_of(l.local))];
-    Result<std::unique_ptr<uct::Endpoint>> ep =
-        wi.iface->ep_create(remote.device_addr, remote.iface_addr);
-    if (!ep.ok()) {
-      MC_LOG(error) << "ucp: cannot connect lane " << lane << " ("
-                    << selection_.candidate_of(lane).name
-                    << "): " << ucs::status_string(ep.status());
-      return ep.status();
-    }
+    const WorkerIface& wi =
+        worker_->ifaces_[static_cast<size_t>(worker_->iface_of(selection_.lanes[lane].local))];
     const ResourceInfo& r = ctx.resources()[wi.resource];
     proto::LaneRuntime rt;
-    rt.ep = ep->get();
     rt.md = ctx.mds()[r.md_index].md.get();
     rt.md_index = r.md_index;
     rt.attr = wi.attr;
     rt.bandwidth = selection_.candidate_of(lane).bandwidth;
+    Result<std::unique_ptr<uct::Endpoint>> ep = lane_connect(lane);
+    if (ep.ok()) {
+      rt.ep = ep->get();
+      worker_->uct_eps_[ep->get()] = {this, lane};
+      uct_eps_.push_back(std::move(*ep));
+    } else {
+      // The other lanes may do: decided below, once every lane was tried.
+      rt.status = ep.status();
+      if (first_error == Status::Ok) first_error = ep.status();
+      uct_eps_.push_back(nullptr);
+    }
     runtime_.push_back(rt);
-    worker_->uct_eps_[ep->get()] = {this, lane};
-    uct_eps_.push_back(std::move(*ep));
   }
   protocols_ = worker_->protocols_for(selection_);
+  std::string what;
+  if (missing_lanes(&what)) {
+    MC_LOG(error) << "ucp: cannot connect to worker " << std::hex << peer_.uuid << std::dec
+                  << " on " << peer_.hostname << ": " << what << " ("
+                  << ucs::status_string(first_error) << ")";
+    return first_error;
+  }
+  for (size_t lane = 0; lane < runtime_.size(); ++lane) {
+    const Status s = runtime_[lane].status;
+    if (is_error(s)) lane_failed(lane, s, std::string("could not connect: ") + status_string(s));
+  }
   return Status::Ok;
+}
+
+bool Endpoint::missing_lanes(std::string* what) const {
+  auto none_up = [this](const std::vector<size_t>& lanes) {
+    return std::none_of(lanes.begin(), lanes.end(),
+                        [this](size_t l) { return !is_error(runtime_[l].status); });
+  };
+  std::vector<size_t> all(runtime_.size());
+  for (size_t l = 0; l < all.size(); ++l) all[l] = l;
+  std::vector<size_t> rma = selection_.rma_lanes;
+  rma.insert(rma.end(), selection_.rma_bw_lanes.begin(), selection_.rma_bw_lanes.end());
+  std::vector<size_t> am = selection_.am_bw_lanes;
+  if (selection_.am_lane >= 0) am.push_back(static_cast<size_t>(selection_.am_lane));
+  const std::vector<size_t> standby = am_standby_lanes();
+  am.insert(am.end(), standby.begin(), standby.end());
+  if (none_up(all)) {
+    *what = "no lane connected";
+  } else if (!rma.empty() && none_up(rma)) {
+    *what = "no lane that puts and gets connected";
+  } else if (selection_.am_lane >= 0 && none_up(am)) {
+    *what = "no lane that carries active messages connected";
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::vector<size_t> Endpoint::am_standby_lanes() const {
+  std::vector<size_t> out;
+  const std::vector<size_t>& rails = selection_.am_bw_lanes;
+  for (size_t l = 0; l < selection_.lanes.size(); ++l) {
+    if (static_cast<int>(l) == selection_.am_lane) continue;
+    if (std::find(rails.begin(), rails.end(), l) != rails.end()) continue;
+    if (selection_.candidate_of(l).am_ok) out.push_back(l);
+  }
+  return out;
+}
+
+size_t Endpoint::am_lane_now(size_t preferred) const {
+  if (preferred < runtime_.size() && !is_error(runtime_[preferred].status)) return preferred;
+  std::vector<size_t> lanes = selection_.am_bw_lanes;
+  const std::vector<size_t> standby = am_standby_lanes();
+  lanes.insert(lanes.end(), standby.begin(), standby.end());
+  for (size_t l : lanes) {
+    if (!is_error(runtime_[l].status)) return l;
+  }
+  return preferred;
 }
 
 Endpoint::~Endpoint() {
   std::unique_lock guard = worker_->lock();
   cancel_requests();
   uct_eps_.clear();
+  reconnect_.clear();
   // Nothing the destroyed UCT endpoints had in flight will complete now.
   for (const std::shared_ptr<Request>& r : worker_->active_) {
     if (r->ep_ != this) continue;
@@ -65,9 +126,7 @@ void Endpoint::cancel_requests() {
 
 void Endpoint::on_lane_error(size_t lane, Status status) {
   if (lane >= runtime_.size() || is_error(runtime_[lane].status)) return;
-  MC_LOG(warn) << "ucp: lane " << lane << " (" << selection_.candidate_of(lane).name << ") to "
-               << peer_.hostname << " failed: " << ucs::status_string(status);
-  runtime_[lane].status = status;
+  lane_failed(lane, status, std::string("failed: ") + ucs::status_string(status));
 }
 
 Rkey::~Rkey() = default;
@@ -109,6 +168,7 @@ void Endpoint::print(std::ostream& os) const {
   os << "endpoint to worker " << std::hex << peer_.uuid << std::dec << " on " << peer_.hostname
      << "\n lanes:\n";
   selection_.print(os);
+  print_lane_state(os);
   os << " protocols";
   protocols_->print(os);
 }

@@ -195,7 +195,8 @@ Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* 
   if (!range) return no_protocol(proto::Op::Am, params.mem_type);
   proto::ProtoRange eager;
   if (range->kind == ProtoKind::Rndv) {
-    Result<std::shared_ptr<Request>> r = rndv_send(id, buffer, length, params, range->lanes[0]);
+    Result<std::shared_ptr<Request>> r =
+        rndv_send(id, buffer, length, params, am_lane_now(range->lanes[0]));
     if (r.ok() || r.status() != Status::Unsupported) return r;
     eager = *range;  // the request to send does not fit: fragments instead
     eager.kind = ProtoKind::Bcopy;
@@ -216,6 +217,18 @@ Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* 
     if (cap == 0) continue;  // this lane cannot carry a fragment
     p.lanes.push_back(lane);
     frag = std::min(frag, cap);
+  }
+  // A failed AM lane: every lane that carries active messages stands by,
+  // the healthy ones first.
+  auto down = [this](size_t lane) { return is_error(runtime_[lane].status); };
+  if (std::any_of(p.lanes.begin(), p.lanes.end(), down)) {
+    for (size_t lane : am_standby_lanes()) {
+      const size_t cap = proto::am_fragment_capacity(runtime_[lane], p.kind, false);
+      if (cap == 0) continue;
+      p.lanes.push_back(lane);
+      frag = std::min(frag, cap);
+    }
+    std::stable_partition(p.lanes.begin(), p.lanes.end(), [&down](size_t l) { return !down(l); });
   }
   if (p.lanes.empty()) return Status::Unsupported;
   const bool multi = p.kind == ProtoKind::MultiZcopy;

@@ -144,6 +144,11 @@ unsigned Worker::progress() {
   std::unique_lock guard = lock();
   unsigned events = 0;
   for (WorkerIface& wi : ifaces_) events += wi.iface->progress();
+  if (!reconnecting_.empty()) {
+    // By copy: an endpoint whose lanes are all back leaves the list.
+    const uint64_t t = ucs::monotonic_ns();
+    for (Endpoint* ep : std::vector<Endpoint*>(reconnecting_)) events += ep->progress_reconnect(t);
+  }
   if (!pending_rts_.empty()) {
     events += static_cast<unsigned>(pending_rts_.size());
     start_rndv_recvs();
@@ -262,6 +267,7 @@ void Worker::on_uct_error(uct::Endpoint* ep, Status status) {
 
 void Worker::detach(Endpoint* ep) {
   eps_.erase(std::remove(eps_.begin(), eps_.end(), ep), eps_.end());
+  std::erase(reconnecting_, ep);
   for (auto it = uct_eps_.begin(); it != uct_eps_.end();) {
     it = it->second.first == ep ? uct_eps_.erase(it) : std::next(it);
   }

@@ -83,7 +83,7 @@ void Worker::send_ats(Endpoint* ep, uint64_t rndv_id, Status status) {
     MC_LOG(error) << "ucp: cannot acknowledge rendezvous " << rndv_id << ": no active-message lane";
     return;
   }
-  const auto lane = static_cast<size_t>(ep->selection_.am_lane);
+  const size_t lane = ep->am_lane_now(static_cast<size_t>(ep->selection_.am_lane));
   submit(
       std::make_unique<CtrlSendOp>(&ep->runtime_, lane, proto::kAmIdAts, ats_pack(rndv_id, status)),
       RequestParams{}, ep);

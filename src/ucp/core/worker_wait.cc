@@ -5,7 +5,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 
 #include "ucp/api/worker.h"
 #include "ucs/log/log.h"
@@ -16,6 +18,8 @@ namespace mc::ucp {
 namespace {
 
 constexpr uint64_t kWakeTag = UINT64_MAX;  ///< epoll data of the wake-up fd
+/// Longest sleep while a lane is being reconnected.
+constexpr ucs::config::Duration kReconnectPoll = std::chrono::milliseconds(50);
 
 }  // namespace
 
@@ -73,15 +77,19 @@ Status Worker::arm() {
 Status Worker::wait(ucs::config::Duration timeout) {
   if (arm() == Status::Busy) return Status::Ok;
   bool bounded = polled_;
+  bool reconnecting = false;
   {
     std::unique_lock guard = lock();
     // A request in progress may need progress() to post or to time out.
     for (const std::shared_ptr<Request>& r : active_) bounded = bounded || !r->completed();
+    // A lane to reconnect is checked by progress(); no fd says when.
+    reconnecting = !reconnecting_.empty();
   }
   ucs::config::Duration sleep = timeout;
   if (bounded && context_->config().poll_interval < sleep) {
     sleep = context_->config().poll_interval;
   }
+  sleep = reconnecting ? std::min<ucs::config::Duration>(sleep, kReconnectPoll) : sleep;
   int ms = -1;
   if (sleep != ucs::config::Duration::max()) {
     const int64_t ns = std::max<int64_t>(sleep.count(), 0);

@@ -2,6 +2,8 @@
 // SliceExecutor.
 #include "ucp/proto/slice_executor.h"
 
+#include <string>
+
 #include "ucs/log/log.h"
 
 namespace mc::ucp::proto {
@@ -110,10 +112,21 @@ void SliceExecutor::fail_lane(size_t lane, Status status) {
     healthy += !lane_failed_[l] && !is_error(issuer_->lane_status(l));
   }
   if (healthy > 0) {
-    MC_LOG(warn) << "ucp: lane " << lane << " of a " << states_.size() << "-slice request failed ("
-                 << ucs::status_string(status) << "): re-issuing its " << waiting.size()
-                 << " waiting and " << lane_in_flight_[lane] << " in-flight slice(s) on " << healthy
-                 << " other lane(s)";
+    // News when this request found the failure; a lane its endpoint already
+    // knows is down (and logged once) is routine for every request after.
+    const bool known = is_error(issuer_->lane_status(lane));
+    if (!known || MC_LOG_IS_ON(debug)) {
+      const std::string msg =
+          "ucp: lane " + std::to_string(lane) + " of a " + std::to_string(states_.size()) +
+          "-slice request failed (" + ucs::status_string(status) + "): re-issuing its " +
+          std::to_string(waiting.size()) + " waiting and " + std::to_string(lane_in_flight_[lane]) +
+          " in-flight slice(s) on " + std::to_string(healthy) + " other lane(s)";
+      if (known) {
+        MC_LOG(debug) << msg;
+      } else {
+        MC_LOG(warn) << msg;
+      }
+    }
   } else {
     MC_LOG(debug) << "ucp: lane " << lane << " of a request failed (" << ucs::status_string(status)
                   << ") and no other lane is left";
