@@ -147,6 +147,46 @@ std::string TargetProcess::log() const {
   return s.size() > 4000 ? s.substr(s.size() - 4000) : s;
 }
 
+int run_process(const std::vector<std::string>& args,
+                const std::map<std::string, std::string>& env, int limit_s, std::string* output) {
+  char tmpl[] = "/tmp/mc_te_process_XXXXXX";
+  const int out_fd = ::mkstemp(tmpl);
+  if (out_fd < 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out_fd, 1);
+    ::dup2(out_fd, 2);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    std::fprintf(stderr, "execv %s: %s\n", argv[0], strerror(errno));
+    ::_exit(127);
+  }
+  ::close(out_fd);
+  int status = 0;
+  bool exited = false;
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(limit_s);
+  while (pid > 0 && !exited) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    exited = r == pid || (r < 0 && errno != EINTR);
+    if (!exited && std::chrono::steady_clock::now() > limit) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      status = -1;
+      break;
+    }
+    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::ifstream in(tmpl);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *output = ss.str();
+  ::unlink(tmpl);
+  return pid > 0 && status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 ScopedEnv::ScopedEnv(const std::map<std::string, std::string>& vars) {
   for (const auto& [k, v] : vars) {
     const char* old = std::getenv(k.c_str());

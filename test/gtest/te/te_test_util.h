@@ -65,6 +65,13 @@ class TargetProcess {
   size_t length_ = 0;
 };
 
+/// Runs `args` (args[0] the program) with `env` added to the environment and
+/// waits at most `limit_s` seconds (then SIGKILL). Returns its exit status,
+/// -1 when it died by a signal or ran too long; `*output` gets its stdout
+/// and stderr.
+int run_process(const std::vector<std::string>& args,
+                const std::map<std::string, std::string>& env, int limit_s, std::string* output);
+
 /// Sets environment variables for its lifetime, restoring the old values.
 class ScopedEnv {
  public:

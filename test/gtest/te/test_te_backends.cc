@@ -150,6 +150,33 @@ TEST_P(TeBackend, ServerStoppedAfterInitExistingSegmentsKeepWorking) {
   for (size_t i = 0; i < kSize; ++i) ASSERT_EQ(local[i], pattern(kSeed, i)) << i;
 }
 
+// The document's API from C: a C target publishes through the store, a C
+// initiator process finds it there and checks every byte it reads and
+// writes back; this process's C++ engine reads the C target too.
+TEST_P(TeBackend, CApiTargetAndInitiatorThroughTheStore) {
+  TargetProcess target;
+  const std::string name = server_name();
+  ASSERT_TRUE(target.start(url_, name, kSize, kSeed, env_, true));
+  ASSERT_EQ(target.segment(), name);
+  std::string out;
+  const int rc = run_process({example_path(true), "initiator", url_, server_name(), name,
+                              std::to_string(kSeed)},
+                             env_, 120, &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("initiator: read, write, read back of"), std::string::npos) << out;
+
+  auto engine = make_engine();
+  const SegmentHandle seg = engine->openSegment(name);
+  ASSERT_GE(seg, 0);
+  std::vector<uint8_t> local(kSize);
+  ASSERT_EQ(engine->registerLocalMemory(local.data(), local.size()), 0);
+  auto r = run_batch(*engine, {{TransferRequest::READ, local.data(), seg, target.addr(), kSize}});
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_EQ(r[0].s, COMPLETED);
+  for (size_t i = 0; i < kSize; ++i) ASSERT_EQ(local[i], pattern(kSeed, i)) << i;
+  EXPECT_EQ(target.stop(), 0) << target.log();
+}
+
 std::string param_name(const testing::TestParamInfo<Param>& info) {
   return service_name(info.param.service) + "_" + info.param.tls;
 }
