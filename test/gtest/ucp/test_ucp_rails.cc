@@ -27,7 +27,10 @@ class UcpRails : public testing::Test {
         ucs::config::Sources::from({{"MC_TLS", "tcp"},
                                     {"MC_NET_DEVICES", "lo," + dev_},
                                     {"MC_MAX_RMA_RAILS", "2"},
-                                    {"MC_TRANSFER_TIMEOUT", "60s"}},
+                                    {"MC_TRANSFER_TIMEOUT", "60s"},
+                                    // A cut lane stays failed however slow the
+                                    // test runs (reconnection has its own tests).
+                                    {"MC_LANE_RECONNECT_INTERVAL", "off"}},
                                    {});
     ASSERT_TRUE(sources.ok());
     sources_ = std::move(*sources);
