@@ -5,6 +5,8 @@
 # limited with tc tbf so that a round is long enough to be cut), a target
 # (te_fault_peer) in one, an initiator in the other running rounds of
 # write + read back with every byte checked, over tcp on both rails.
+# First, topology: with the initiator's NIC priority matrix preferring rail 2
+# (MC_TOPO_PRIORITY_MATRIX) its transfers take rail 2 only.
 # Faults, each asserted: rail 1 black-holed when the initiator starts (it
 # works on rail 2, then puts rail 1 back to use once it answers: the same
 # endpoint reconnects the lane), one rail down and back (the same initiator
@@ -134,6 +136,24 @@ rail1_hole() {
 }
 
 start_target 1 || exit 1
+
+# Topology: the initiator's NIC priority matrix prefers rail 2 for cpu:0
+# memory (rail 1 secondary; the veths are no PCI NICs, so the target has no
+# entry and ranks both alike): a transfer goes over rail 2, rail 1 carries at
+# most small control traffic.
+b1=$(rail_bytes 1); b2=$(rail_bytes 2)
+if ip netns exec "$nsi" env MC_TOPO_PRIORITY_MATRIX='cpu:0=r2|r1' timeout $deadline "$peer" \
+     --mode initiator --local 10.199.1.2 --segment "$segment" --buffer-size 2m \
+     --remote-offset 2m --seed 77 --rounds 2 > "$tmp/prio.out" 2>&1; then
+  echo "PASS: priority matrix cpu:0=r2|r1: an initiator completes 2 rounds"
+else
+  echo "FAIL: priority matrix cpu:0=r2|r1: the initiator"; sed 's/^/    /' "$tmp/prio.out" | tail; fail=1
+fi
+d1=$(($(rail_bytes 1) - b1)); d2=$(($(rail_bytes 2) - b2))
+echo "    rail 1 carried $d1 bytes, rail 2 $d2 bytes"
+check "priority matrix: the preferred rail 2 carried the rounds (> 8 MB)" test "$d2" -gt 8000000
+check "priority matrix: rail 1 carried under 2% of that" test $((d1 * 50)) -lt "$d2"
+
 rail1_hole -A
 b2=$(rail_bytes 2)
 ip netns exec "$nsi" "$peer" --mode initiator --local 10.199.1.2 --segment "$segment" \
