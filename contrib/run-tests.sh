@@ -4,6 +4,11 @@
 # with one line: "summary: N passed, N failed, N skipped".
 #   BUILD_DIR=dir CONFIGURE_FLAGS="--enable-asan --enable-ubsan" contrib/run-tests.sh [--unit] [gtest args]
 # --unit runs only the unit tests (mc_gtest).
+#   BUILD_SUBDIRS="src/ucs ... test/gtest": build only these directories of
+#     the build tree (make check TESTS= in each, in order)
+#   SANITIZER_LOG_DIR=dir: the sanitizers' log_path directory (set by the
+#     caller in ASAN_/UBSAN_/TSAN_OPTIONS); a report that appears there fails
+#     the unit tests or the check that was running, whichever process wrote it
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,9 +21,26 @@ trap 'rm -rf "$results"' EXIT
 "$top/contrib/install-deps.sh" || exit 1
 # Builds the tests and their helper modules without running them through
 # automake's harness, so their output is shown here.
-"$top/contrib/build.sh" check TESTS= || { echo "summary: 0 passed, 1 failed (build)"; exit 1; }
+for d in ${BUILD_SUBDIRS:-.}; do
+  "$top/contrib/build.sh" -C "$d" check TESTS= || { echo "summary: 0 passed, 1 failed (build)"; exit 1; }
+done
 
 passed=0; failed=0; skipped=0
+
+# Prints the sanitizer reports written since the last call and moves them
+# aside; true when there was one.
+sanitizer_reports() {
+  local dir=${SANITIZER_LOG_DIR:-} f found=1
+  [ -n "$dir" ] || return 1
+  for f in "$dir"/*; do
+    [ -f "$f" ] || continue
+    echo "sanitizer report $f:"
+    cat "$f"
+    mkdir -p "$dir/seen" && mv "$f" "$dir/seen/"
+    found=0
+  done
+  return $found
+}
 
 # Counts one gtest XML report into the totals.
 count_gtest() {
@@ -43,6 +65,7 @@ else
   failed=$((failed + 1))
 fi
 [ $rc -ne 0 ] && [ $failed -eq 0 ] && failed=1
+sanitizer_reports && failed=$((failed + 1))
 
 # Runs one named check script; it passes when it exits 0, is skipped (and
 # says so) when it exits 77, and fails otherwise.
@@ -50,16 +73,20 @@ run_check() {
   local name=$1; shift
   echo
   echo "=== $name ==="
+  local start=$SECONDS
   "$@"
-  local rc=$?
-  if [ $rc -eq 0 ]; then
-    echo "--- $name: passed"
+  local rc=$? took="$((SECONDS - start)) s"
+  if sanitizer_reports; then
+    echo "--- $name: FAILED (sanitizer report, exit $rc; $took)"
+    failed=$((failed + 1))
+  elif [ $rc -eq 0 ]; then
+    echo "--- $name: passed ($took)"
     passed=$((passed + 1))
   elif [ $rc -eq 77 ]; then
-    echo "--- $name: SKIPPED"
+    echo "--- $name: SKIPPED ($took)"
     skipped=$((skipped + 1))
   else
-    echo "--- $name: FAILED"
+    echo "--- $name: FAILED ($took)"
     failed=$((failed + 1))
   fi
 }

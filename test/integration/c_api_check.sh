@@ -95,7 +95,11 @@ echo "PASS: ucp_c.h is valid C11"
 [ -n "$build_dir" ] || exit 0
 lib=$build_dir/src/ucp/.libs
 [ -e "$lib/libmc_ucp.so" ] || { echo "FAIL: no libmc_ucp.so in $lib (build first)"; exit 1; }
-gcc -std=c11 -Wall -Werror -I"$tmp/include" "$tmp/app.c" -o "$tmp/app" -L"$lib" -lmc_ucp \
+# In a sanitizer build the libraries need the sanitizer runtime loaded
+# first: the programs built here get the build's -fsanitize flags.
+san_flags=$(sed -n 's/^BASE_LDFLAGS = //p' "$build_dir/Makefile")
+# shellcheck disable=SC2086
+gcc -std=c11 -Wall -Werror $san_flags -I"$tmp/include" "$tmp/app.c" -o "$tmp/app" -L"$lib" -lmc_ucp \
   -Wl,-rpath,"$lib:$build_dir/src/uct/.libs:$build_dir/src/ucs/.libs"
 "$tmp/app"
 echo "PASS: a C program moves data with libmc_ucp"

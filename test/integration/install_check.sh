@@ -12,6 +12,9 @@ trap 'rm -rf "$dest"' EXIT
 make -C "$build_dir" install DESTDIR="$dest" >/dev/null
 prefix=$(sed -n 's/^prefix=//p' "$build_dir/mc-ucs.pc")
 root=$dest$prefix
+# In a sanitizer build the libraries need the sanitizer runtime loaded
+# first: the programs built here get the build's -fsanitize flags.
+san_flags=$(sed -n 's/^BASE_LDFLAGS = //p' "$build_dir/Makefile")
 
 missing=0
 for f in include/mc/ucs/status/status.h include/mc/ucs/module/module_abi.h \
@@ -39,7 +42,7 @@ int main() {
 }
 SRC
 # shellcheck disable=SC2086
-g++ $cflags "$dest/app.cc" -o "$dest/app" $libs -Wl,-rpath,"$root/lib"
+g++ $cflags $san_flags "$dest/app.cc" -o "$dest/app" $libs -Wl,-rpath,"$root/lib"
 "$dest/app"
 
 # The installed mc_info finds the installed modules next to libmc_ucs.
@@ -61,10 +64,10 @@ done
 ucp_cflags=$(pkg-config --define-variable=prefix="$root" --cflags mc-ucp)
 ucp_libs=$(pkg-config --define-variable=prefix="$root" --libs mc-ucp)
 # shellcheck disable=SC2086
-gcc -std=c11 -Wall -Werror $(echo $ucp_cflags | sed 's/-std=c++20//') \
+gcc -std=c11 -Wall -Werror $san_flags $(echo $ucp_cflags | sed 's/-std=c++20//') \
   "$integration/ucp_two_proc_c.c" -o "$dest/ucp_c_app" $ucp_libs -Wl,-rpath,"$root/lib"
 # shellcheck disable=SC2086
-g++ $ucp_cflags "$integration/ucp_two_proc.cc" -o "$dest/ucp_cxx_app" $ucp_libs \
+g++ $ucp_cflags $san_flags "$integration/ucp_two_proc.cc" -o "$dest/ucp_cxx_app" $ucp_libs \
   -Wl,-rpath,"$root/lib"
 # libmc_ucp's own dependencies (libmc_uct, libmc_ucs) are found as for mc_info.
 for tls in sm tcp; do

@@ -21,6 +21,9 @@ step "install mc into $dest"
 make -C "$build_dir" install DESTDIR="$dest" >/dev/null
 prefix=$(sed -n 's/^prefix=//p' "$build_dir/mc-ucs.pc")
 root=$dest$prefix
+# In a sanitizer build the libraries need the sanitizer runtime loaded
+# first: the programs built here get the build's -fsanitize flags.
+san_flags=$(sed -n 's/^BASE_LDFLAGS = //p' "$build_dir/Makefile")
 export PKG_CONFIG_PATH=$root/lib/pkgconfig
 pc_flags="--define-variable=prefix=$root"
 export LD_LIBRARY_PATH=$root/lib
@@ -29,7 +32,7 @@ export LD_LIBRARY_PATH=$root/lib
 # include path: only what the install put under $root.
 step "build the template out of tree against $root only"
 cp -r "$src_dir/contrib/plugin-template" "$dest/kit"
-make -C "$dest/kit" PC_FLAGS="$pc_flags" CXXFLAGS="-O2 -g -Werror" >/dev/null
+make -C "$dest/kit" PC_FLAGS="$pc_flags" CXXFLAGS="-O2 -g -Werror $san_flags" >/dev/null
 mkdir -p "$dest/modules"
 cp "$dest/kit/libmc_uct_$name.so" "$dest/modules/"
 export MC_MODULE_DIR=$dest/modules
@@ -47,7 +50,7 @@ grep -E "uct +$name +loaded .*$dest/modules/libmc_uct_$name.so" "$dest/modules.t
 
 step "UCP put/get across two processes with MC_TLS=$name"
 # shellcheck disable=SC2086
-g++ $(pkg-config $pc_flags --cflags mc-ucp) -Wall -Wextra -Werror "$here/plugin_putget.cc" \
+g++ $(pkg-config $pc_flags --cflags mc-ucp) -Wall -Wextra -Werror $san_flags "$here/plugin_putget.cc" \
   -o "$dest/putget" $(pkg-config $pc_flags --libs mc-ucp mc-uct mc-ucs) -lglog \
   -Wl,-rpath,"$root/lib"
 MC_TLS=$name "$dest/putget" | tee "$dest/putget.txt"
@@ -55,7 +58,7 @@ grep -q "$name/unix" "$dest/putget.txt" || { echo "UCP did not select $name"; ex
 
 step "a module built for another ABI is refused; the others still load"
 make -C "$dest/kit" clean >/dev/null
-make -C "$dest/kit" PC_FLAGS="$pc_flags" WRONG_ABI=99 >/dev/null
+make -C "$dest/kit" PC_FLAGS="$pc_flags" CXXFLAGS="-O2 -g $san_flags" WRONG_ABI=99 >/dev/null
 cp "$dest/kit/libmc_uct_$name.so" "$dest/modules/"
 "$root/bin/mc_info" -m > "$dest/modules_bad.txt" 2> "$dest/modules_bad.err" || true
 cat "$dest/modules_bad.txt"
