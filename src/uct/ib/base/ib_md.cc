@@ -45,9 +45,23 @@ Result<uint32_t> IbRkey::for_device(uint64_t guid) const {
   return Status::NoElem;
 }
 
-IbMd::IbMd(std::string name, const VerbsOps* ops, const IbConfig& config, std::string why)
+IbMd::IbMd(std::string name, const VerbsOps* ops, const IbConfig& config, std::string why,
+           bool need_mlx5)
     : name_(std::move(name)), ops_(ops), config_(config), why_(std::move(why)) {
   if (ops_) devices_ = IbDevice::open_all(ops_, config_, &why_);
+  if (need_mlx5 && !devices_.empty()) {
+    std::string others;
+    std::erase_if(devices_, [&](const std::unique_ptr<IbDevice>& d) {
+      if (ops_->mlx5_supported && ops_->mlx5_supported(d->context()->device)) return false;
+      others += (others.empty() ? "" : ", ") + d->name();
+      return true;
+    });
+    if (devices_.empty()) {
+      why_ = ops_->mlx5_supported
+                 ? "no mlx5 devices: " + others + " do not support mlx5 direct verbs"
+                 : std::string("no mlx5 devices: ") + ops_->mlx5_why;
+    }
+  }
   if (devices_.empty()) {
     MC_LOG_ONCE(info) << name_ << ": " << why_;
   }
@@ -92,8 +106,8 @@ std::shared_ptr<IbRegion> IbMd::region_get(uintptr_t start, size_t length, int a
       continue;
     }
     const bool exact = r->start == start && r->length == length && r->access == access;
-    const bool covers = !remote && start - r->start <= r->length &&
-                        length <= r->length - (start - r->start);
+    const bool covers =
+        !remote && start - r->start <= r->length && length <= r->length - (start - r->start);
     if (exact || covers) return r;
     ++it;
   }
@@ -109,8 +123,8 @@ Result<std::shared_ptr<IbRegion>> IbMd::region_reg(uintptr_t start, size_t lengt
   for (const auto& d : devices_) {
     ibv_mr* mr = ops_->reg_mr(d->pd(), reinterpret_cast<void*>(start), length, access);
     if (!mr) {
-      MC_LOG(error) << name_ << ": ibv_reg_mr of " << length << " bytes at 0x" << std::hex
-                    << start << std::dec << " on " << d->name() << ": " << std::strerror(errno);
+      MC_LOG(error) << name_ << ": ibv_reg_mr of " << length << " bytes at 0x" << std::hex << start
+                    << std::dec << " on " << d->name() << ": " << std::strerror(errno);
       return errno == ENOMEM ? Status::NoMemory : Status::IoError;
     }
     region->mrs.push_back(mr);
@@ -171,8 +185,8 @@ Result<std::unique_ptr<Rkey>> IbMd::rkey_unpack(std::span<const uint8_t> packed)
     key->keys.emplace_back(guid, rkey);
   }
   if (count == 0 || count > kMaxRkeyDevices || !r.at_end()) {
-    MC_LOG(error) << name_ << ": malformed rkey payload (" << payload.size() << " bytes, "
-                  << count << " devices)";
+    MC_LOG(error) << name_ << ": malformed rkey payload (" << payload.size() << " bytes, " << count
+                  << " devices)";
     return Status::InvalidParam;
   }
   return std::unique_ptr<Rkey>(std::move(key));

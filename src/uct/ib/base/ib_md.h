@@ -22,7 +22,7 @@ struct IbRegion {
   ~IbRegion();
   uintptr_t start = 0;
   size_t length = 0;
-  int access = 0;  ///< ibv_access_flags
+  int access = 0;            ///< ibv_access_flags
   std::vector<ibv_mr*> mrs;  ///< per device, in IbMd::devices() order
   const VerbsOps* ops = nullptr;
 };
@@ -49,8 +49,10 @@ class IbRkey : public Rkey {
 class IbMd : public MemoryDomain {
  public:
   /// Opens every device `config` allows (none is not an error: the md then
-  /// offers no resources and no_device_reason() says why).
-  IbMd(std::string name, const VerbsOps* ops, const IbConfig& config, std::string why);
+  /// offers no resources and no_device_reason() says why); with `need_mlx5`
+  /// only those the provider drives through mlx5 direct verbs.
+  IbMd(std::string name, const VerbsOps* ops, const IbConfig& config, std::string why,
+       bool need_mlx5 = false);
 
   const std::string& name() const override { return name_; }
   MdAttr query() const override;

@@ -12,6 +12,25 @@
 
 namespace mc::uct::ib {
 
+/// A queue pair's send queue as an mlx5 device reads it (mlx5dv_qp's fields).
+struct Mlx5QpInfo {
+  uint8_t* sq_buf = nullptr;           ///< sq_wqe_cnt x sq_stride bytes
+  uint32_t sq_wqe_cnt = 0;             ///< basic blocks; a power of two
+  uint32_t sq_stride = 0;              ///< 64
+  volatile uint32_t* dbrec = nullptr;  ///< [0] receive, [1] send counter (be32)
+  uint8_t* bf_reg = nullptr;           ///< doorbell / BlueFlame register
+  uint32_t bf_size = 0;                ///< BlueFlame buffer size; 0: doorbell only
+};
+
+/// A completion queue as an mlx5 device writes it (mlx5dv_cq's fields).
+struct Mlx5CqInfo {
+  uint8_t* buf = nullptr;              ///< cqe_cnt x cqe_size bytes
+  uint32_t cqe_cnt = 0;                ///< a power of two
+  uint32_t cqe_size = 0;               ///< 64
+  volatile uint32_t* dbrec = nullptr;  ///< [0] consumer index (be32, 24 bits)
+  uint32_t cqn = 0;
+};
+
 /// The subset of libibverbs the transports use. Signatures are libibverbs'
 /// own; the inline verbs (post_send, post_recv, poll_cq, req_notify_cq) are
 /// reached through the same table so a provider can replace them.
@@ -32,8 +51,8 @@ struct VerbsOps {
   int (*dereg_mr)(ibv_mr* mr) = nullptr;
   ibv_comp_channel* (*create_comp_channel)(ibv_context* context) = nullptr;
   int (*destroy_comp_channel)(ibv_comp_channel* channel) = nullptr;
-  ibv_cq* (*create_cq)(ibv_context* context, int cqe, void* cq_context,
-                       ibv_comp_channel* channel, int comp_vector) = nullptr;
+  ibv_cq* (*create_cq)(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+                       int comp_vector) = nullptr;
   int (*destroy_cq)(ibv_cq* cq) = nullptr;
   int (*get_cq_event)(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) = nullptr;
   void (*ack_cq_events)(ibv_cq* cq, unsigned int nevents) = nullptr;
@@ -44,6 +63,15 @@ struct VerbsOps {
   int (*destroy_qp)(ibv_qp* qp) = nullptr;
   int (*post_send)(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) = nullptr;
   int (*post_recv)(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) = nullptr;
+
+  // mlx5 direct verbs: null when the provider has none (libmlx5.so.1 absent).
+  /// mlx5dv_is_supported.
+  bool (*mlx5_supported)(ibv_device* device) = nullptr;
+  /// mlx5dv_init_obj of a QP / a CQ: its queue buffers and doorbell records.
+  /// 0 or an errno. From then on the caller posts and polls them directly.
+  int (*mlx5_qp_info)(ibv_qp* qp, Mlx5QpInfo* out) = nullptr;
+  int (*mlx5_cq_info)(ibv_cq* cq, Mlx5CqInfo* out) = nullptr;
+  const char* mlx5_why = "";  ///< why the mlx5 entries are null
 };
 
 /// The libibverbs table, loaded once per process. NoDevice with `why` set

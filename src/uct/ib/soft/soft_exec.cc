@@ -34,8 +34,8 @@ bool copy_remote(int32_t pid, bool to_remote, void* local, uint64_t remote, size
     return true;
   }
   iovec l{local, len}, r{reinterpret_cast<void*>(remote), len};
-  const ssize_t n = to_remote ? process_vm_writev(pid, &l, 1, &r, 1, 0)
-                              : process_vm_readv(pid, &l, 1, &r, 1, 0);
+  const ssize_t n =
+      to_remote ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
   return n == static_cast<ssize_t>(len);
 }
 
@@ -99,7 +99,9 @@ ExecResult exec_send(SendWr& wr, QpSlot* remote, uint32_t src_qpn, uint64_t tota
   return {};
 }
 
-bool alive(int32_t pid) { return pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH; }
+bool alive(int32_t pid) {
+  return pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH;
+}
 
 ExecResult exec(Fabric* f, SoftQp* q, QpSlot* self, SendWr& wr) {
   QpSlot* remote = f->qp_find(self->dest_qpn);
@@ -132,16 +134,20 @@ ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
   }
 }
 
+}  // namespace
+
 // Executes the send queue in order until it is empty or a SEND waits. In
 // the error state every WR completes with a flush error, signalled or not.
-void run_sq(Fabric* f, SoftQp* q) {
+bool run_sq(Fabric* f, SoftQp* q) {
   auto* cq = reinterpret_cast<SoftCq*>(q->qp.send_cq);
+  bool any = false;
   while (!q->sq.empty()) {
     SendWr& wr = q->sq.front();
     QpSlot* self = f->qp_find(q->qp.qp_num);
     ExecResult r{false, IBV_WC_WR_FLUSH_ERR};
     if (self && self->state == IBV_QPS_RTS) r = exec(f, q, self, wr);
-    if (r.wait) return;
+    if (r.wait) return any;
+    any = true;
     if (r.status != IBV_WC_SUCCESS && self) self->state = IBV_QPS_ERR;
     if (r.status != IBV_WC_SUCCESS || q->sig_all || (wr.flags & IBV_SEND_SIGNALED)) {
       ibv_wc wc{};
@@ -153,12 +159,14 @@ void run_sq(Fabric* f, SoftQp* q) {
     }
     q->sq.pop_front();
   }
+  return any;
 }
 
 // Matches arrived messages to posted receives; flushes them in the error state.
-void run_rq(Fabric* f, SoftQp* q) {
+bool run_rq(Fabric* f, SoftQp* q) {
   auto* cq = reinterpret_cast<SoftCq*>(q->qp.recv_cq);
   QpSlot* self = f->qp_find(q->qp.qp_num);
+  bool any = false;
   while (!q->rq.empty()) {
     RecvWr& rwr = q->rq.front();
     ibv_wc wc{};
@@ -168,7 +176,7 @@ void run_rq(Fabric* f, SoftQp* q) {
     if (!self || self->state == IBV_QPS_ERR) {
       wc.status = IBV_WC_WR_FLUSH_ERR;
     } else if (self->head == self->tail) {
-      return;
+      return any;
     } else {
       RingSlot& m = self->ring[self->head % kRingSlots];
       uint64_t room = 0;
@@ -189,14 +197,21 @@ void run_rq(Fabric* f, SoftQp* q) {
       ++self->head;
       if (wc.status != IBV_WC_SUCCESS) self->state = IBV_QPS_ERR;
     }
+    // mlx5 reports the receive queue's WQE counter, not the wr_id.
+    if (cq->dv) wc.wr_id = q->rq_done;
+    ++q->rq_done;
     push_wc(cq, wc);
     q->rq.pop_front();
+    any = true;
   }
+  return any;
 }
 
-}  // namespace
-
 void push_wc(SoftCq* cq, const ibv_wc& wc) {
+  if (cq->dv) {
+    dv_push_cqe(cq, wc);
+    return;
+  }
   if (static_cast<int>(cq->wcs.size()) >= cq->cq.cqe) {
     cq->overrun = true;  // a NIC raises IBV_EVENT_CQ_ERR; the completion is lost
     return;
@@ -223,8 +238,13 @@ int soft_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
       *bad = wr;
       return EINVAL;
     }
-    SendWr s{wr->wr_id, wr->opcode, wr->send_flags, {wr->sg_list, wr->sg_list + wr->num_sge},
-             {}, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey};
+    SendWr s{wr->wr_id,
+             wr->opcode,
+             wr->send_flags,
+             {wr->sg_list, wr->sg_list + wr->num_sge},
+             {},
+             wr->wr.rdma.remote_addr,
+             wr->wr.rdma.rkey};
     if (wr->send_flags & IBV_SEND_INLINE) {
       size_t total = 0;
       for (const ibv_sge& e : s.sge) total += e.length;

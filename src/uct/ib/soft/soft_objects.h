@@ -3,6 +3,8 @@
 // libibverbs struct it stands for), and the process-wide provider state.
 #pragma once
 
+#include <sys/types.h>
+
 #include <deque>
 #include <mutex>
 #include <vector>
@@ -31,6 +33,15 @@ struct SoftCq {
   ibv_cq cq;
   std::deque<ibv_wc> wcs;
   bool overrun = false;
+  // mlx5 mode (after mlx5_cq_info): completions go to `dv_buf` as 64-byte
+  // CQEs, the owner bit flipping on each pass; dv_dbrec[0] is the consumer
+  // index the poller writes back (be32), which keeps the device from
+  // overwriting CQEs not yet read.
+  bool dv = false;
+  std::vector<uint64_t> dv_buf;
+  uint32_t dv_cnt = 0;
+  uint32_t dv_produced = 0;
+  alignas(8) uint32_t dv_dbrec[2] = {0, 0};
 };
 
 struct SendWr {
@@ -51,10 +62,22 @@ struct RecvWr {
 struct SoftQp {
   ibv_qp qp;
   uint32_t dev;
+  pid_t owner;  ///< the process that created it (a forked child inherits a copy)
   ibv_qp_cap cap;
   bool sig_all;
   std::deque<SendWr> sq;  ///< posted, not yet executed (a SEND waits for ring room)
   std::deque<RecvWr> rq;
+  uint32_t rq_done = 0;  ///< receives completed (the RQ WQE counter of mlx5 mode)
+  // mlx5 mode (after mlx5_qp_info): WQEs are posted in `dv_sq` (basic blocks
+  // of 64 bytes) and announced by the send counter in dv_dbrec[1] (be32);
+  // the device thread fetches them from dv_ci on.
+  bool dv = false;
+  std::vector<uint64_t> dv_sq;
+  uint32_t dv_wqe_cnt = 0;
+  uint32_t dv_max_bbs = 0;
+  uint16_t dv_ci = 0;
+  std::vector<uint64_t> dv_bf;  ///< the fake BlueFlame page: written, never read
+  alignas(8) uint32_t dv_dbrec[2] = {0, 0};
 };
 
 /// Process-wide state. `lock` guards the local objects; the fabric lock is
@@ -73,7 +96,19 @@ Provider& provider();
 int soft_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
 int soft_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int soft_poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
-/// Pushes a completion (counts an overrun when the CQ is full).
+/// Pushes a completion (counts an overrun when the CQ is full); in mlx5
+/// mode writes it as a CQE.
 void push_wc(SoftCq* cq, const ibv_wc& wc);
+/// Executes `q`'s send queue / matches arrived messages to its receives
+/// (with the provider and fabric locks held). True when anything happened.
+bool run_sq(Fabric* f, SoftQp* q);
+bool run_rq(Fabric* f, SoftQp* q);
+
+// mlx5 mode (soft_dv.cc): the direct-verbs entries of the table.
+bool soft_mlx5_supported(ibv_device* device);
+int soft_mlx5_qp_info(ibv_qp* qp, Mlx5QpInfo* out);
+int soft_mlx5_cq_info(ibv_cq* cq, Mlx5CqInfo* out);
+/// Writes `wc` as a CQE into a CQ in mlx5 mode.
+void dv_push_cqe(SoftCq* cq, const ibv_wc& wc);
 
 }  // namespace mc::uct::ib::soft

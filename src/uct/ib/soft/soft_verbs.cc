@@ -34,9 +34,13 @@ ibv_device** get_device_list(int* num) {
   return list;
 }
 
-void free_device_list(ibv_device** list) { delete[] list; }
+void free_device_list(ibv_device** list) {
+  delete[] list;
+}
 
-const char* get_device_name(ibv_device* d) { return d->name; }
+const char* get_device_name(ibv_device* d) {
+  return d->name;
+}
 
 ibv_context* open_device(ibv_device* d) {
   auto* c = new SoftContext{};
@@ -52,7 +56,9 @@ int close_device(ibv_context* ctx) {
   return 0;
 }
 
-uint32_t dev_of(ibv_context* ctx) { return reinterpret_cast<SoftContext*>(ctx)->dev; }
+uint32_t dev_of(ibv_context* ctx) {
+  return reinterpret_cast<SoftContext*>(ctx)->dev;
+}
 
 int query_device(ibv_context* ctx, ibv_device_attr* a) {
   *a = ibv_device_attr{};
@@ -164,10 +170,16 @@ ibv_comp_channel* create_comp_channel(ibv_context*) {
   errno = EOPNOTSUPP;  // the soft provider has no interrupts
   return nullptr;
 }
-int destroy_comp_channel(ibv_comp_channel*) { return EOPNOTSUPP; }
-int get_cq_event(ibv_comp_channel*, ibv_cq**, void**) { return EOPNOTSUPP; }
+int destroy_comp_channel(ibv_comp_channel*) {
+  return EOPNOTSUPP;
+}
+int get_cq_event(ibv_comp_channel*, ibv_cq**, void**) {
+  return EOPNOTSUPP;
+}
 void ack_cq_events(ibv_cq*, unsigned) {}
-int req_notify_cq(ibv_cq*, int) { return EOPNOTSUPP; }
+int req_notify_cq(ibv_cq*, int) {
+  return EOPNOTSUPP;
+}
 
 ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* ch, int) {
   if (cqe <= 0 || cqe > kMaxCqe || ch) {
@@ -209,6 +221,7 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   }
   auto* q = new SoftQp{};
   q->dev = dev_of(pd->context);
+  q->owner = getpid();
   slot->dev = q->dev;
   slot->state = IBV_QPS_RESET;
   q->cap = cap;
@@ -303,6 +316,9 @@ VerbsOps make_ops() {
   o.destroy_qp = destroy_qp;
   o.post_send = soft_post_send;
   o.post_recv = soft_post_recv;
+  o.mlx5_supported = soft_mlx5_supported;
+  o.mlx5_qp_info = soft_mlx5_qp_info;
+  o.mlx5_cq_info = soft_mlx5_cq_info;
   return o;
 }
 

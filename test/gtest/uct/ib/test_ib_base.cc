@@ -7,7 +7,7 @@
 
 #include "uct/ib/base/ib_device.h"
 #include "uct/ib/base/ib_verbs.h"
-#include "uct/ib/rc_verbs/rc_wire.h"
+#include "uct/ib/rc/rc_wire.h"
 
 namespace mc::uct::ib {
 namespace {

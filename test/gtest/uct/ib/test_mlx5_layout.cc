@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "uct/ib/rc_mlx5/mlx5_layout.h"
+#include "uct/ib/base/mlx5_layout.h"
 
 namespace mc::uct::ib::mlx5 {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// rc_verbs endpoint: connection, flush, fence, failure.
-#include "uct/ib/rc_verbs/rc_ep.h"
+// RC endpoint (rc_verbs, rc_mlx5): connection, flush, fence, failure.
+#include "uct/ib/rc/rc_ep.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 
 #include "ucs/log/log.h"
-#include "uct/ib/rc_verbs/rc_iface.h"
+#include "uct/ib/rc/rc_iface.h"
 
 namespace mc::uct::ib::rc {
 
@@ -20,8 +20,8 @@ Result<std::unique_ptr<RcEp>> RcEp::create(RcIface* iface, const DeviceAddr& pee
   req.dev = iface->local_device();
   req.mtu = iface->mtu_bytes();
   for (uint64_t i = 0; i < iface->config().num_qp_per_ep; ++i) {
-    MC_ASSIGN_OR_RETURN(std::unique_ptr<RcQp> qp, RcQp::create(iface, iface->next_cq_index(),
-                                                               ep.get()));
+    MC_ASSIGN_OR_RETURN(std::unique_ptr<RcQp> qp,
+                        RcQp::create(iface, iface->next_cq_index(), ep.get()));
     req.qps.push_back(qp->local_info());
     ep->qps_.push_back(std::move(qp));
   }
@@ -49,7 +49,7 @@ void RcEp::on_oob_event() {
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       iface_->unwatch(fd_);
       if (!failed()) {
-        MC_LOG(warn) << "rc_verbs: the peer closed the connection of an endpoint";
+        MC_LOG(warn) << iface_->tl_name() << ": the peer closed the connection of an endpoint";
         fail(Status::ConnectionReset);
       }
     }
@@ -58,7 +58,7 @@ void RcEp::on_oob_event() {
   const Status s = reader_.read(fd_);
   if (s == Status::InProgress) return;
   if (s != Status::Ok) {
-    MC_LOG(error) << "rc_verbs: connection to the peer failed before its reply ("
+    MC_LOG(error) << iface_->tl_name() << ": connection to the peer failed before its reply ("
                   << status_string(s) << ")";
     iface_->unwatch(fd_);
     fail(Status::ConnectionReset);
@@ -67,8 +67,8 @@ void RcEp::on_oob_event() {
   std::string why;
   Result<ConnMsg> reply = unpack_conn_msg(reader_.body(), &why);
   if (!reply.ok() || reply->qps.size() != qps_.size()) {
-    MC_LOG(error) << "rc_verbs: bad connection reply: "
-                  << (reply.ok() ? "queue pair count differs" : why);
+    MC_LOG(error) << iface_->tl_name()
+                  << ": bad connection reply: " << (reply.ok() ? "queue pair count differs" : why);
     fail(Status::BadData);
     return;
   }
@@ -155,7 +155,9 @@ void RcEp::pending_purge(const std::function<void(PendingReq*)>& cb) {
   iface_->pending().purge(cb);
 }
 
-Status RcEp::check() { return failed() ? status_ : Status::Ok; }
+Status RcEp::check() {
+  return failed() ? status_ : Status::Ok;
+}
 
 Status RcEp::connect_status() {
   if (failed()) return status_;

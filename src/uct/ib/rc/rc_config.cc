@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The RC transports' configuration table.
-#include "uct/ib/rc_verbs/rc_config.h"
+#include "uct/ib/rc/rc_config.h"
 
 #include "ucs/config/parser.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// rc_verbs iface progress: send and receive completions, and the
+// RC iface (rc_verbs, rc_mlx5) progress: send and receive completions, and the
 // out-of-band sockets (connection requests, replies, peers going away).
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "ucs/log/log.h"
-#include "uct/ib/rc_verbs/rc_ep.h"
-#include "uct/ib/rc_verbs/rc_iface.h"
+#include "uct/ib/rc/rc_ep.h"
+#include "uct/ib/rc/rc_iface.h"
 
 namespace mc::uct::ib::rc {
 
@@ -37,9 +37,9 @@ unsigned RcIface::poll_send() {
   unsigned events = 0;
   ibv_wc wc[kPollBatch];
   for (ibv_cq* cq : send_cqs_) {
-    const int n = dev_->ops().poll_cq(cq, kPollBatch, wc);
+    const int n = poll_cq(cq, kPollBatch, wc);
     if (n < 0) {
-      MC_LOG_ONCE(error) << "rc_verbs: ibv_poll_cq on a send CQ of " << dev_->name()
+      MC_LOG_ONCE(error) << tl_name() << ": polling a send CQ of " << dev_->name()
                          << " failed (completion queue overrun)";
       for (RcEp* ep : eps_) ep->fail(Status::IoError);
       continue;
@@ -58,9 +58,9 @@ unsigned RcIface::poll_send() {
 
 unsigned RcIface::poll_recv() {
   ibv_wc wc[kPollBatch];
-  const int n = dev_->ops().poll_cq(recv_cq_, kPollBatch, wc);
+  const int n = poll_cq(recv_cq_, kPollBatch, wc);
   if (n < 0) {
-    MC_LOG_ONCE(error) << "rc_verbs: ibv_poll_cq on the receive CQ of " << dev_->name()
+    MC_LOG_ONCE(error) << tl_name() << ": polling the receive CQ of " << dev_->name()
                        << " failed (completion queue overrun)";
     return 0;
   }
@@ -71,7 +71,7 @@ unsigned RcIface::poll_recv() {
     RcQp* qp = it->second;
     if (wc[i].status != IBV_WC_SUCCESS) {
       if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
-        MC_LOG(error) << "rc_verbs: receive on QP " << qp->qpn()
+        MC_LOG(error) << tl_name() << ": receive on QP " << qp->qpn()
                       << " failed: " << wc_status_string(wc[i].status);
       }
       qp->recv_returned(buf);
@@ -79,7 +79,7 @@ unsigned RcIface::poll_recv() {
       continue;
     }
     if (wc[i].byte_len < 1 || buf[0] >= kAmIdMax) {
-      MC_LOG(warn) << "rc_verbs: dropped a malformed active message of " << wc[i].byte_len
+      MC_LOG(warn) << tl_name() << ": dropped a malformed active message of " << wc[i].byte_len
                    << " bytes on QP " << qp->qpn();
     } else {
       (void)invoke_am(buf[0], buf + 1, wc[i].byte_len - 1, 0);
@@ -112,7 +112,7 @@ void RcIface::accept_all() {
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        MC_LOG(error) << "rc_verbs: accept: " << std::strerror(errno);
+        MC_LOG(error) << tl_name() << ": accept: " << std::strerror(errno);
       }
       return;
     }
@@ -143,12 +143,13 @@ Status RcIface::accept_connect(Accepted* a) {
   std::string why;
   Result<ConnMsg> req = unpack_conn_msg(a->reader.body(), &why);
   if (!req.ok()) {
-    MC_LOG(error) << "rc_verbs: bad connection request: " << why;
+    MC_LOG(error) << tl_name() << ": bad connection request: " << why;
     return Status::BadData;
   }
   const size_t rx = req->qps.size() * config_.rx_queue_len;
   if (rx_posted_ + rx > config_.max_cqe_per_ctx) {
-    MC_LOG(error) << "rc_verbs: refused a connection: its " << rx << " receives would overflow "
+    MC_LOG(error) << tl_name() << ": refused a connection: its " << rx
+                  << " receives would overflow "
                   << "the receive CQ of " << config_.max_cqe_per_ctx
                   << " entries (MC_MAX_CQE_PER_CTX)";
     return Status::NoResource;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// rc_verbs endpoint: NUM_QP_PER_EP queue pairs to one peer iface, connected
+// RC endpoint (rc_verbs, rc_mlx5): NUM_QP_PER_EP queue pairs to one peer iface, connected
 // through the peer's out-of-band listener. Puts and gets are RDMA WRITE and
 // READ; active messages are SENDs into the peer's receive buffers.
 #pragma once
@@ -9,8 +9,8 @@
 
 #include "uct/api/ep.h"
 #include "uct/ib/base/ib_md.h"
-#include "uct/ib/rc_verbs/rc_qp.h"
-#include "uct/ib/rc_verbs/rc_wire.h"
+#include "uct/ib/rc/rc_qp.h"
+#include "uct/ib/rc/rc_wire.h"
 
 namespace mc::uct::ib::rc {
 

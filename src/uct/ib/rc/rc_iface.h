@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// rc_verbs iface: send and receive completion queues, registered bounce and
+// RC iface (rc_verbs, rc_mlx5): send and receive completion queues, registered bounce and
 // receive buffers, the out-of-band listener through which peers connect,
 // and the queue pairs of connections accepted from peers.
 #pragma once
@@ -12,10 +12,11 @@
 #include "uct/api/iface.h"
 #include "uct/base/pending_queue.h"
 #include "uct/ib/base/ib_md.h"
-#include "uct/ib/rc_verbs/rc_config.h"
-#include "uct/ib/rc_verbs/rc_pool.h"
-#include "uct/ib/rc_verbs/rc_qp.h"
-#include "uct/ib/rc_verbs/rc_wire.h"
+#include "uct/ib/rc/rc_config.h"
+#include "uct/ib/rc/rc_pool.h"
+#include "uct/ib/rc/rc_qp.h"
+#include "uct/ib/rc/rc_wire.h"
+#include "uct/ib/rc/rc_wq.h"
 
 namespace mc::uct::ib::rc {
 
@@ -23,8 +24,7 @@ class RcEp;
 
 class RcIface : public Iface {
  public:
-  static Result<std::unique_ptr<RcIface>> create(IbMd* md, size_t dev_index,
-                                                 const RcConfig& config,
+  static Result<std::unique_ptr<RcIface>> create(IbMd* md, size_t dev_index, const RcConfig& config,
                                                  const IfaceParams& params);
   ~RcIface() override;
 
@@ -39,6 +39,10 @@ class RcIface : public Iface {
   Status flush(Completion* comp) override;
 
   // For queue pairs and endpoints.
+  /// "rc_verbs", "rc_mlx5": the transport, for messages.
+  const char* tl_name() const { return md_->tl_name(); }
+  /// The work queue through which `qp`'s requests are posted.
+  virtual Result<std::unique_ptr<RcWq>> wq_open(ibv_qp* qp);
   IbDevice& dev() const { return *dev_; }
   size_t dev_index() const { return dev_index_; }
   const RcConfig& config() const { return config_; }
@@ -62,6 +66,20 @@ class RcIface : public Iface {
   /// Calls the error handler for `ep` from the next progress().
   void report_failure(RcEp* ep, Status status);
 
+ protected:
+  RcIface(IbMd* md, size_t dev_index, const RcConfig& config, const IfaceParams& params);
+  /// Creates the CQs, buffer pools and the out-of-band listener.
+  Status init(uint32_t oob_ip);
+  /// Polls up to `n` completions of `cq` (ibv_poll_cq's contract: the count,
+  /// or negative when the CQ overran).
+  virtual int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
+  const std::vector<ibv_cq*>& send_cqs() const { return send_cqs_; }
+  /// The live queue pair numbered `qpn`, or null.
+  RcQp* find_qp(uint32_t qpn) const {
+    auto it = qps_.find(qpn);
+    return it == qps_.end() ? nullptr : it->second;
+  }
+
  private:
   /// A connection a peer's endpoint opened to this iface: its socket
   /// (closed by the peer when the endpoint goes) and the receiving QPs.
@@ -72,8 +90,6 @@ class RcIface : public Iface {
     size_t rx_posted = 0;
     ~Accepted();
   };
-  RcIface(IbMd* md, size_t dev_index, const RcConfig& config, const IfaceParams& params);
-  Status init(uint32_t oob_ip);
   unsigned poll_send();
   unsigned poll_recv();
   unsigned poll_oob();
@@ -98,7 +114,7 @@ class RcIface : public Iface {
   int epfd_ = -1;
   int listen_fd_ = -1;
   IfaceAddr addr_;
-  std::unordered_map<uint32_t, RcQp*> qps_;  // by QP number
+  std::unordered_map<uint32_t, RcQp*> qps_;            // by QP number
   std::map<int, std::unique_ptr<Accepted>> accepted_;  // by socket
   std::vector<RcEp*> eps_;
   std::unordered_map<int, RcEp*> watched_eps_;  // connection sockets of endpoints

@@ -9,7 +9,8 @@
 #include <unordered_set>
 
 #include "uct/api/types.h"
-#include "uct/ib/rc_verbs/rc_wire.h"
+#include "uct/ib/rc/rc_wire.h"
+#include "uct/ib/rc/rc_wq.h"
 
 namespace mc::uct::ib::rc {
 
@@ -37,6 +38,8 @@ class RcQp {
   RcQp& operator=(const RcQp&) = delete;
 
   QpInfo local_info() const { return {qp_->qp_num, psn_}; }
+  ibv_qp* qp() const { return qp_; }
+  RcWq& wq() { return *wq_; }
   uint32_t qpn() const { return qp_->qp_num; }
   RcEp* owner() const { return owner_; }
 
@@ -53,9 +56,7 @@ class RcQp {
   /// signalled, so everything outstanding completes. Ok or NoResource.
   Status post_signal();
   /// Whether every op up to `sn` completed.
-  bool done_upto(uint64_t sn) const {
-    return outstanding_.empty() || outstanding_.front().sn > sn;
-  }
+  bool done_upto(uint64_t sn) const { return outstanding_.empty() || outstanding_.front().sn > sn; }
   uint64_t last_sn() const { return next_sn_ - 1; }
   bool empty() const { return outstanding_.empty(); }
 
@@ -83,6 +84,7 @@ class RcQp {
   size_t cq_index_;
   RcEp* owner_;
   ibv_qp* qp_ = nullptr;
+  std::unique_ptr<RcWq> wq_;
   uint32_t psn_ = 0;
   uint64_t next_sn_ = 1;
   size_t sq_avail_ = 0;

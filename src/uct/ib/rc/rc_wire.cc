@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // RC addresses, connection messages and the out-of-band sockets.
-#include "uct/ib/rc_verbs/rc_wire.h"
+#include "uct/ib/rc/rc_wire.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

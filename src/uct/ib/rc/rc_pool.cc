@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Registered buffer pool.
-#include "uct/ib/rc_verbs/rc_pool.h"
+#include "uct/ib/rc/rc_pool.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -46,7 +46,9 @@ ucs::Result<std::unique_ptr<BufPool>> BufPool::create(IbDevice* dev, size_t size
   return p;
 }
 
-BufPool::~BufPool() { pool_.reset(); }
+BufPool::~BufPool() {
+  pool_.reset();
+}
 
 uint32_t BufPool::lkey(const void* buf) const {
   auto it = chunks_.upper_bound(reinterpret_cast<uintptr_t>(buf));

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// rc_verbs endpoint data operations. An active message on the wire is
+// RC endpoint (rc_verbs, rc_mlx5) data operations. An active message on the wire is
 //   u8 am id | payload                 (the payload of a SEND)
 #include <cstring>
 
 #include "ucs/log/log.h"
-#include "uct/ib/rc_verbs/rc_ep.h"
-#include "uct/ib/rc_verbs/rc_iface.h"
+#include "uct/ib/rc/rc_ep.h"
+#include "uct/ib/rc/rc_iface.h"
 
 namespace mc::uct::ib::rc {
 
@@ -18,13 +18,13 @@ constexpr size_t kAmHeader = 1;  // the am id
 Result<uint32_t> RcEp::remote_key(const Rkey& rkey) const {
   const auto* key = dynamic_cast<const IbRkey*>(&rkey);
   if (!key) {
-    MC_LOG(error) << "rc_verbs: rkey was not unpacked by an ib memory domain";
+    MC_LOG(error) << iface_->tl_name() << ": rkey was not unpacked by an ib memory domain";
     return Status::InvalidParam;
   }
   Result<uint32_t> r = key->for_device(peer_.guid);
   if (!r.ok()) {
-    MC_LOG(error) << "rc_verbs: the rkey has no key for the peer's device (guid 0x" << std::hex
-                  << peer_.guid << ")";
+    MC_LOG(error) << iface_->tl_name() << ": the rkey has no key for the peer's device (guid 0x"
+                  << std::hex << peer_.guid << ")";
     return Status::InvalidParam;
   }
   return r;
@@ -32,7 +32,7 @@ Result<uint32_t> RcEp::remote_key(const Rkey& rkey) const {
 
 Result<int> RcEp::iov_sges(const Iov* iov, size_t count, ibv_sge* sge) const {
   if (count > iface_->config().max_sge) {
-    MC_LOG(error) << "rc_verbs: " << count << " iov entries, more than MC_MAX_SGE";
+    MC_LOG(error) << iface_->tl_name() << ": " << count << " iov entries, more than MC_MAX_SGE";
     return Status::InvalidParam;
   }
   int n = 0;
@@ -40,7 +40,8 @@ Result<int> RcEp::iov_sges(const Iov* iov, size_t count, ibv_sge* sge) const {
     if (iov[i].length == 0) continue;  // needs no registration and no SGE
     const auto* h = dynamic_cast<const IbMemHandle*>(iov[i].memh);
     if (!h || !h->contains(iov[i].buffer, iov[i].length)) {
-      MC_LOG(error) << "rc_verbs: iov entry " << i << " is not inside a registration of this md";
+      MC_LOG(error) << iface_->tl_name() << ": iov entry " << i
+                    << " is not inside a registration of this md";
       return Status::InvalidParam;
     }
     sge[n++] = ibv_sge{reinterpret_cast<uintptr_t>(iov[i].buffer),
@@ -70,8 +71,7 @@ Status RcEp::post_send(ibv_sge* sge, int nsge, unsigned flags, TxOp txop) {
   return qps_[0]->post(wr, txop);
 }
 
-Status RcEp::put_short(const void* buffer, size_t length, uint64_t remote_addr,
-                       const Rkey& rkey) {
+Status RcEp::put_short(const void* buffer, size_t length, uint64_t remote_addr, const Rkey& rkey) {
   if (length > iface_->query().put.max_short) return Status::InvalidParam;
   MC_ASSIGN_OR_RETURN(uint32_t key, remote_key(rkey));
   RcQp& qp = *qps_[0];
@@ -116,8 +116,8 @@ Result<size_t> RcEp::put_bcopy(PackCallback pack, void* arg, uint64_t remote_add
   return length;
 }
 
-Status RcEp::put_zcopy(const Iov* iov, size_t iov_count, uint64_t remote_addr,
-                       const Rkey& rkey, Completion* comp) {
+Status RcEp::put_zcopy(const Iov* iov, size_t iov_count, uint64_t remote_addr, const Rkey& rkey,
+                       Completion* comp) {
   MC_ASSIGN_OR_RETURN(uint32_t key, remote_key(rkey));
   ibv_sge sge[32];
   MC_ASSIGN_OR_RETURN(int nsge, iov_sges(iov, iov_count, sge));
@@ -150,8 +150,8 @@ Status RcEp::get_bcopy(UnpackCallback unpack, void* arg, size_t length, uint64_t
   return s == Status::Ok ? Status::InProgress : s;
 }
 
-Status RcEp::get_zcopy(const Iov* iov, size_t iov_count, uint64_t remote_addr,
-                       const Rkey& rkey, Completion* comp) {
+Status RcEp::get_zcopy(const Iov* iov, size_t iov_count, uint64_t remote_addr, const Rkey& rkey,
+                       Completion* comp) {
   MC_ASSIGN_OR_RETURN(uint32_t key, remote_key(rkey));
   ibv_sge sge[32];
   MC_ASSIGN_OR_RETURN(int nsge, iov_sges(iov, iov_count, sge));

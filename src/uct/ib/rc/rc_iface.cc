@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// rc_verbs iface: setup, attributes, addresses, endpoints, flush.
-#include "uct/ib/rc_verbs/rc_iface.h"
+// RC iface (rc_verbs, rc_mlx5): setup, attributes, addresses, endpoints, flush.
+#include "uct/ib/rc/rc_iface.h"
 
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "ucs/log/log.h"
-#include "uct/ib/rc_verbs/rc_ep.h"
+#include "uct/ib/rc/rc_ep.h"
 
 namespace mc::uct::ib::rc {
 
@@ -22,8 +22,7 @@ RcIface::RcIface(IbMd* md, size_t dev_index, const RcConfig& config, const Iface
       config_(config),
       err_handler_(params.err_handler) {}
 
-Result<std::unique_ptr<RcIface>> RcIface::create(IbMd* md, size_t dev_index,
-                                                 const RcConfig& config,
+Result<std::unique_ptr<RcIface>> RcIface::create(IbMd* md, size_t dev_index, const RcConfig& config,
                                                  const IfaceParams& params) {
   std::unique_ptr<RcIface> iface(new RcIface(md, dev_index, config, params));
   MC_ASSIGN_OR_RETURN(uint32_t ip, oob_address(config.oob_addr, iface->dev_->gid()));
@@ -37,7 +36,7 @@ Status RcIface::init(uint32_t oob_ip) {
   for (uint64_t i = 0; i < config_.num_cq_per_ctx; ++i) {
     ibv_cq* cq = ops.create_cq(dev_->context(), cqe, nullptr, nullptr, 0);
     if (!cq) {
-      MC_LOG(error) << "rc_verbs: ibv_create_cq of " << cqe << " entries on " << dev_->name()
+      MC_LOG(error) << tl_name() << ": ibv_create_cq of " << cqe << " entries on " << dev_->name()
                     << ": " << std::strerror(errno);
       return Status::IoError;
     }
@@ -46,17 +45,16 @@ Status RcIface::init(uint32_t oob_ip) {
   }
   recv_cq_ = ops.create_cq(dev_->context(), cqe, nullptr, nullptr, 0);
   if (!recv_cq_) {
-    MC_LOG(error) << "rc_verbs: ibv_create_cq (receive) on " << dev_->name() << ": "
+    MC_LOG(error) << tl_name() << ": ibv_create_cq (receive) on " << dev_->name() << ": "
                   << std::strerror(errno);
     return Status::IoError;
   }
-  MC_ASSIGN_OR_RETURN(tx_pool_,
-                      BufPool::create(dev_, config_.seg_size, config_.max_bufs, "rc_verbs tx"));
-  MC_ASSIGN_OR_RETURN(rx_pool_, BufPool::create(dev_, config_.seg_size,
-                                                config_.max_cqe_per_ctx, "rc_verbs rx"));
+  MC_ASSIGN_OR_RETURN(tx_pool_, BufPool::create(dev_, config_.seg_size, config_.max_bufs, "rc tx"));
+  MC_ASSIGN_OR_RETURN(rx_pool_,
+                      BufPool::create(dev_, config_.seg_size, config_.max_cqe_per_ctx, "rc rx"));
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) {
-    MC_LOG(error) << "rc_verbs: epoll_create1: " << std::strerror(errno);
+    MC_LOG(error) << tl_name() << ": epoll_create1: " << std::strerror(errno);
     return Status::IoError;
   }
   MC_ASSIGN_OR_RETURN(listen_fd_, oob_listen(&addr_.port));
@@ -80,13 +78,16 @@ IfaceAttr RcIface::query() const {
   const size_t seg = config_.seg_size;
   const size_t max_msg = dev_->port_attr().max_msg_sz ? dev_->port_attr().max_msg_sz : 1u << 30;
   const size_t short_max = std::min(std::max<size_t>(config_.max_inline, 64), seg);
-  a.cap = kCapAmShort | kCapAmBcopy | kCapPutShort | kCapPutBcopy | kCapPutZcopy |
-          kCapGetBcopy | kCapGetZcopy | kCapPending | kCapConnectToIface |
-          kCapErrHandlePeerFailure;
+  a.cap = kCapAmShort | kCapAmBcopy | kCapPutShort | kCapPutBcopy | kCapPutZcopy | kCapGetBcopy |
+          kCapGetZcopy | kCapPending | kCapConnectToIface | kCapErrHandlePeerFailure;
   if (config_.max_sge > 1) a.cap |= kCapAmZcopy;
   a.put = OpLimits{short_max, seg, 0, max_msg, config_.max_sge, 0};
   a.get = OpLimits{0, seg, 0, max_msg, config_.max_sge, 0};
-  a.am = OpLimits{short_max - 1, seg - 1, 0, seg - 1, std::max<size_t>(1, config_.max_sge - 1),
+  a.am = OpLimits{short_max - 1,
+                  seg - 1,
+                  0,
+                  seg - 1,
+                  std::max<size_t>(1, config_.max_sge - 1),
                   std::min<size_t>(64, seg / 2)};
   // Verbs adds the provider's call path to every post and poll.
   a.latency = LinearFunc{800e-9 + (dev_->is_roce() ? 500e-9 : 0), 0};
@@ -96,6 +97,14 @@ IfaceAttr RcIface::query() const {
   a.device_addr_len = kDeviceAddrLen;
   a.iface_addr_len = kIfaceAddrLen;
   return a;
+}
+
+Result<std::unique_ptr<RcWq>> RcIface::wq_open(ibv_qp* qp) {
+  return std::unique_ptr<RcWq>(std::make_unique<VerbsWq>(dev_->ops(), qp));
+}
+
+int RcIface::poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
+  return dev_->ops().poll_cq(cq, n, wc);
 }
 
 uint16_t RcIface::mtu_bytes() const {
@@ -111,16 +120,20 @@ DeviceAddr RcIface::local_device() const {
   return d;
 }
 
-std::vector<uint8_t> RcIface::device_address() const { return pack(local_device()); }
+std::vector<uint8_t> RcIface::device_address() const {
+  return pack(local_device());
+}
 
-std::vector<uint8_t> RcIface::iface_address() const { return pack(addr_); }
+std::vector<uint8_t> RcIface::iface_address() const {
+  return pack(addr_);
+}
 
 bool RcIface::is_reachable(std::span<const uint8_t> device_addr,
                            std::span<const uint8_t> iface_addr, std::string* reason) const {
   std::string why;
   Result<DeviceAddr> dev = unpack_device_addr(device_addr, &why);
-  Result<IfaceAddr> iface = dev.ok() ? unpack_iface_addr(iface_addr, &why)
-                                     : Result<IfaceAddr>(Status::BadData);
+  Result<IfaceAddr> iface =
+      dev.ok() ? unpack_iface_addr(iface_addr, &why) : Result<IfaceAddr>(Status::BadData);
   if (!dev.ok() || !iface.ok()) {
     if (reason) *reason = why;
     return false;
@@ -136,7 +149,7 @@ Result<std::unique_ptr<Endpoint>> RcIface::ep_create(std::span<const uint8_t> de
                                                      std::span<const uint8_t> iface_addr) {
   std::string why;
   if (!is_reachable(device_addr, iface_addr, &why)) {
-    MC_LOG(error) << "rc_verbs: cannot connect: " << why;
+    MC_LOG(error) << tl_name() << ": cannot connect: " << why;
     return Status::Unreachable;
   }
   MC_ASSIGN_OR_RETURN(std::unique_ptr<RcEp> ep,
@@ -173,7 +186,9 @@ void RcIface::ep_remove(RcEp* ep) {
   std::erase_if(failures_, [ep](const auto& f) { return f.first == ep; });
 }
 
-void RcIface::report_failure(RcEp* ep, Status status) { failures_.emplace_back(ep, status); }
+void RcIface::report_failure(RcEp* ep, Status status) {
+  failures_.emplace_back(ep, status);
+}
 
 void RcIface::report_failures() {
   std::vector<std::pair<RcEp*, Status>> failures;
@@ -188,7 +203,7 @@ Status RcIface::watch(int fd, void* tag) {
   ev.events = EPOLLIN;
   ev.data.fd = fd;
   if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-    MC_LOG(error) << "rc_verbs: epoll_ctl add: " << std::strerror(errno);
+    MC_LOG(error) << tl_name() << ": epoll_ctl add: " << std::strerror(errno);
     return Status::IoError;
   }
   if (tag) watched_eps_[fd] = static_cast<RcEp*>(tag);

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // RC queue pair.
-#include "uct/ib/rc_verbs/rc_qp.h"
+#include "uct/ib/rc/rc_qp.h"
 
 #include <cerrno>
 #include <cstring>
 #include <random>
 
 #include "ucs/log/log.h"
-#include "uct/ib/rc_verbs/rc_iface.h"
+#include "uct/ib/rc/rc_iface.h"
 
 namespace mc::uct::ib::rc {
 
@@ -45,11 +45,12 @@ Result<std::unique_ptr<RcQp>> RcQp::create(RcIface* iface, size_t cq_index, RcEp
   attr.cap.max_inline_data = static_cast<uint32_t>(c.max_inline);
   q->qp_ = dev.ops().create_qp(dev.pd(), &attr);
   if (!q->qp_) {
-    MC_LOG(error) << "rc_verbs: ibv_create_qp on " << dev.name() << " (max_wr " << c.max_wr
-                  << ", max_sge " << c.max_sge << ", max_inline " << c.max_inline
+    MC_LOG(error) << iface->tl_name() << ": ibv_create_qp on " << dev.name() << " (max_wr "
+                  << c.max_wr << ", max_sge " << c.max_sge << ", max_inline " << c.max_inline
                   << "): " << std::strerror(errno);
     return Status::IoError;
   }
+  MC_ASSIGN_OR_RETURN(q->wq_, iface->wq_open(q->qp_));
   q->sq_avail_ = c.max_wr;
   q->psn_ = random_psn();
   ibv_qp_attr a{};
@@ -57,11 +58,11 @@ Result<std::unique_ptr<RcQp>> RcQp::create(RcIface* iface, size_t cq_index, RcEp
   a.pkey_index = static_cast<uint16_t>(static_cast<IbMd&>(iface->md()).ib_config().pkey_index);
   a.port_num = dev.port();
   a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  const int rc = dev.ops().modify_qp(q->qp_, &a,
-                                     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                         IBV_QP_ACCESS_FLAGS);
+  const int rc = dev.ops().modify_qp(
+      q->qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
   if (rc != 0) {
-    MC_LOG(error) << "rc_verbs: QP " << q->qpn() << " RESET->INIT: " << std::strerror(rc);
+    MC_LOG(error) << iface->tl_name() << ": QP " << q->qpn()
+                  << " RESET->INIT: " << std::strerror(rc);
     return Status::IoError;
   }
   iface->qp_add(q.get());
@@ -76,6 +77,7 @@ RcQp::~RcQp() {
   for (TxOp& op : outstanding_) {
     if (op.buf) iface_->tx_pool().put(op.buf);
   }
+  wq_.reset();
   iface_->dev().ops().destroy_qp(qp_);
   for (void* buf : posted_rx_) iface_->rx_pool().put(buf);
 }
@@ -100,13 +102,13 @@ Status RcQp::connect(const QpInfo& remote, const DeviceAddr& peer, uint16_t mtu)
     a.ah_attr.grh.hop_limit = 64;
     a.ah_attr.grh.traffic_class = static_cast<uint8_t>(ic.traffic_class);
   }
-  int rc = dev.ops().modify_qp(qp_, &a,
-                               IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                   IBV_QP_MIN_RNR_TIMER);
+  int rc =
+      dev.ops().modify_qp(qp_, &a,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
   if (rc != 0) {
-    MC_LOG(error) << "rc_verbs: QP " << qpn() << " INIT->RTR to QP " << remote.qpn << ": "
-                  << std::strerror(rc);
+    MC_LOG(error) << iface_->tl_name() << ": QP " << qpn() << " INIT->RTR to QP " << remote.qpn
+                  << ": " << std::strerror(rc);
     return Status::IoError;
   }
   a = ibv_qp_attr{};
@@ -120,13 +122,15 @@ Status RcQp::connect(const QpInfo& remote, const DeviceAddr& peer, uint16_t mtu)
                            IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
   if (rc != 0) {
-    MC_LOG(error) << "rc_verbs: QP " << qpn() << " RTR->RTS: " << std::strerror(rc);
+    MC_LOG(error) << iface_->tl_name() << ": QP " << qpn() << " RTR->RTS: " << std::strerror(rc);
     return Status::IoError;
   }
   return Status::Ok;
 }
 
-bool RcQp::has_credit() const { return sq_avail_ > 0 && iface_->cq_credit(cq_index_) > 0; }
+bool RcQp::has_credit() const {
+  return sq_avail_ > 0 && iface_->cq_credit(cq_index_) > 0;
+}
 
 Status RcQp::post(ibv_send_wr& wr, TxOp op) {
   if (!has_credit()) return Status::NoResource;
@@ -141,11 +145,11 @@ Status RcQp::post(ibv_send_wr& wr, TxOp op) {
   wr.wr_id = op.sn;
   wr.next = nullptr;
   if (signal) wr.send_flags |= IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  const int rc = iface_->dev().ops().post_send(qp_, &wr, &bad);
+  const int rc = wq_->post_send(wr);
   if (rc != 0) {
     --next_sn_;
-    MC_LOG(error) << "rc_verbs: ibv_post_send on QP " << qpn() << ": " << std::strerror(rc);
+    MC_LOG(error) << iface_->tl_name() << ": posting a send on QP " << qpn() << ": "
+                  << std::strerror(rc);
     return Status::IoError;
   }
   if (signal) unsignalled_ = 0;
@@ -191,7 +195,7 @@ Status RcQp::on_send_completion(const ibv_wc& wc) {
     if (op.sn == wc.wr_id && wc.status != IBV_WC_SUCCESS) {
       s = wc_status_to_status(wc.status);
       if (wc.status != IBV_WC_WR_FLUSH_ERR) {
-        MC_LOG(error) << "rc_verbs: QP " << qpn() << " WR " << op.sn
+        MC_LOG(error) << iface_->tl_name() << ": QP " << qpn() << " WR " << op.sn
                       << " failed: " << wc_status_string(wc.status) << " (" << int(wc.status)
                       << ")";
       }
@@ -218,7 +222,7 @@ Status RcQp::post_recvs(size_t count) {
   for (size_t i = 0; i < count; ++i) {
     void* buf = iface_->rx_pool().get();
     if (!buf) {
-      MC_LOG(error) << "rc_verbs: receive buffers exhausted (MC_RC_MAX_BUFS)";
+      MC_LOG(error) << iface_->tl_name() << ": receive buffers exhausted (MC_RC_MAX_BUFS)";
       return Status::NoResource;
     }
     posted_rx_.insert(buf);
@@ -234,10 +238,10 @@ void RcQp::repost(void* buf) {
   wr.wr_id = reinterpret_cast<uintptr_t>(buf);
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  ibv_recv_wr* bad = nullptr;
-  const int rc = iface_->dev().ops().post_recv(qp_, &wr, &bad);
+  const int rc = wq_->post_recv(wr);
   if (rc != 0) {
-    MC_LOG(error) << "rc_verbs: ibv_post_recv on QP " << qpn() << ": " << std::strerror(rc);
+    MC_LOG(error) << iface_->tl_name() << ": posting a receive on QP " << qpn() << ": "
+                  << std::strerror(rc);
     posted_rx_.erase(buf);
     iface_->rx_pool().put(buf);
     return;
