@@ -67,6 +67,7 @@ int real_mlx5_cq_info(ibv_cq* cq, Mlx5CqInfo* out) {
   out->cqe_cnt = dv.cqe_cnt;
   out->cqe_size = dv.cqe_size;
   out->dbrec = reinterpret_cast<volatile uint32_t*>(dv.dbrec);
+  out->cq_uar = static_cast<uint8_t*>(dv.cq_uar);
   out->cqn = dv.cqn;
   return 0;
 }

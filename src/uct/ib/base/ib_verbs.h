@@ -27,7 +27,8 @@ struct Mlx5CqInfo {
   uint8_t* buf = nullptr;              ///< cqe_cnt x cqe_size bytes
   uint32_t cqe_cnt = 0;                ///< a power of two
   uint32_t cqe_size = 0;               ///< 64
-  volatile uint32_t* dbrec = nullptr;  ///< [0] consumer index (be32, 24 bits)
+  volatile uint32_t* dbrec = nullptr;  ///< [0] consumer index, [1] arm (be32)
+  uint8_t* cq_uar = nullptr;           ///< UAR page of the CQ doorbell (arming)
   uint32_t cqn = 0;
 };
 

@@ -15,6 +15,12 @@ namespace mc::uct::ib::mlx5 {
 inline constexpr size_t kSegSize = 16;  ///< one WQE basic block segment (DS)
 inline constexpr size_t kCqeSize = 64;
 
+/// Offset of the CQ doorbell in the CQ's UAR page (arming: be64 of
+/// (arm sn << 28 | command | consumer index) << 32 | cqn).
+inline constexpr size_t kCqDoorbell = 0x20;
+/// Arm command of the CQ doorbell: an event for the next completion.
+inline constexpr uint32_t kCqArmNext = 0;
+
 /// Opcodes of the control segment (PRM "Send WQE opcodes").
 enum Opcode : uint8_t { kOpRdmaWrite = 0x08, kOpSend = 0x0a, kOpRdmaRead = 0x10 };
 /// fm_ce_se: request a CQE for this WQE (CE = 2: "always").

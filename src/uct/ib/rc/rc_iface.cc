@@ -2,6 +2,7 @@
 // RC iface (rc_verbs, rc_mlx5): setup, attributes, addresses, endpoints, flush.
 #include "uct/ib/rc/rc_iface.h"
 
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -33,8 +34,19 @@ Result<std::unique_ptr<RcIface>> RcIface::create(IbMd* md, size_t dev_index, con
 Status RcIface::init(uint32_t oob_ip) {
   const VerbsOps& ops = dev_->ops();
   const int cqe = static_cast<int>(config_.max_cqe_per_ctx);
+  // The completion channel makes the event fd; without one the iface is
+  // polled only (no kCapEventFd).
+  channel_ = ops.create_comp_channel(dev_->context());
+  if (!channel_) {
+    MC_LOG_ONCE(info) << tl_name() << ": no completion channel on " << dev_->name() << " ("
+                      << std::strerror(errno) << "): no event fd";
+  } else if (fcntl(channel_->fd, F_SETFL, fcntl(channel_->fd, F_GETFL) | O_NONBLOCK) != 0) {
+    MC_LOG(error) << tl_name()
+                  << ": fcntl O_NONBLOCK on the completion channel: " << std::strerror(errno);
+    return Status::IoError;
+  }
   for (uint64_t i = 0; i < config_.num_cq_per_ctx; ++i) {
-    ibv_cq* cq = ops.create_cq(dev_->context(), cqe, nullptr, nullptr, 0);
+    ibv_cq* cq = ops.create_cq(dev_->context(), cqe, nullptr, channel_, 0);
     if (!cq) {
       MC_LOG(error) << tl_name() << ": ibv_create_cq of " << cqe << " entries on " << dev_->name()
                     << ": " << std::strerror(errno);
@@ -43,7 +55,7 @@ Status RcIface::init(uint32_t oob_ip) {
     send_cqs_.push_back(cq);
     cq_credits_.push_back(static_cast<size_t>(cqe));
   }
-  recv_cq_ = ops.create_cq(dev_->context(), cqe, nullptr, nullptr, 0);
+  recv_cq_ = ops.create_cq(dev_->context(), cqe, nullptr, channel_, 0);
   if (!recv_cq_) {
     MC_LOG(error) << tl_name() << ": ibv_create_cq (receive) on " << dev_->name() << ": "
                   << std::strerror(errno);
@@ -59,6 +71,7 @@ Status RcIface::init(uint32_t oob_ip) {
   }
   MC_ASSIGN_OR_RETURN(listen_fd_, oob_listen(&addr_.port));
   addr_.ipv4 = oob_ip;
+  if (channel_) MC_RETURN_IF_ERROR(watch(channel_->fd, nullptr));
   return watch(listen_fd_, nullptr);
 }
 
@@ -67,6 +80,7 @@ RcIface::~RcIface() {
   const VerbsOps& ops = dev_->ops();
   for (ibv_cq* cq : send_cqs_) ops.destroy_cq(cq);
   if (recv_cq_) ops.destroy_cq(recv_cq_);
+  if (channel_) ops.destroy_comp_channel(channel_);
   tx_pool_.reset();
   rx_pool_.reset();
   if (listen_fd_ >= 0) close(listen_fd_);
@@ -81,6 +95,7 @@ IfaceAttr RcIface::query() const {
   a.cap = kCapAmShort | kCapAmBcopy | kCapPutShort | kCapPutBcopy | kCapPutZcopy | kCapGetBcopy |
           kCapGetZcopy | kCapPending | kCapConnectToIface | kCapErrHandlePeerFailure;
   if (config_.max_sge > 1) a.cap |= kCapAmZcopy;
+  if (channel_) a.cap |= kCapEventFd;
   a.put = OpLimits{short_max, seg, 0, max_msg, config_.max_sge, 0};
   a.get = OpLimits{0, seg, 0, max_msg, config_.max_sge, 0};
   a.am = OpLimits{short_max - 1,
@@ -105,6 +120,32 @@ Result<std::unique_ptr<RcWq>> RcIface::wq_open(ibv_qp* qp) {
 
 int RcIface::poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
   return dev_->ops().poll_cq(cq, n, wc);
+}
+
+int RcIface::cq_arm(ibv_cq* cq) {
+  return dev_->ops().req_notify_cq(cq, 0);
+}
+
+Result<int> RcIface::event_fd() {
+  if (!channel_) return Status::Unsupported;
+  return epfd_;
+}
+
+Status RcIface::arm() {
+  if (!channel_) return Status::Unsupported;
+  if (!failures_.empty() || !pending_.empty()) return Status::Busy;
+  std::vector<ibv_cq*> cqs = send_cqs_;
+  cqs.push_back(recv_cq_);
+  for (ibv_cq* cq : cqs) {
+    const int rc = cq_arm(cq);
+    if (rc != 0) {
+      MC_LOG(error) << tl_name() << ": arming a CQ of " << dev_->name() << ": "
+                    << std::strerror(rc);
+      return Status::IoError;
+    }
+  }
+  // A completion that came before the arm raises no event: look once more.
+  return progress() > 0 ? Status::Busy : Status::Ok;
 }
 
 uint16_t RcIface::mtu_bytes() const {

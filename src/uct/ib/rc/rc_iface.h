@@ -37,6 +37,10 @@ class RcIface : public Iface {
   Result<std::unique_ptr<Endpoint>> ep_create(std::span<const uint8_t> device_addr,
                                               std::span<const uint8_t> iface_addr) override;
   Status flush(Completion* comp) override;
+  /// The iface's epoll fd: its out-of-band sockets and the completion
+  /// channel of its CQs. Unsupported where the provider has no channel.
+  Result<int> event_fd() override;
+  Status arm() override;
 
   // For queue pairs and endpoints.
   /// "rc_verbs", "rc_mlx5": the transport, for messages.
@@ -73,6 +77,10 @@ class RcIface : public Iface {
   /// Polls up to `n` completions of `cq` (ibv_poll_cq's contract: the count,
   /// or negative when the CQ overran).
   virtual int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
+  /// Requests an event for the next completion of `cq`. 0 or an errno.
+  virtual int cq_arm(ibv_cq* cq);
+  /// An event of `cq` was taken from the completion channel.
+  virtual void cq_event(ibv_cq*) {}
   const std::vector<ibv_cq*>& send_cqs() const { return send_cqs_; }
   /// The live queue pair numbered `qpn`, or null.
   RcQp* find_qp(uint32_t qpn) const {
@@ -93,6 +101,7 @@ class RcIface : public Iface {
   unsigned poll_send();
   unsigned poll_recv();
   unsigned poll_oob();
+  void drain_cq_events();
   void accept_all();
   void on_accepted_event(Accepted* a);
   Status accept_connect(Accepted* a);
@@ -109,6 +118,7 @@ class RcIface : public Iface {
   std::vector<size_t> cq_credits_;
   size_t next_cq_ = 0;
   ibv_cq* recv_cq_ = nullptr;
+  ibv_comp_channel* channel_ = nullptr;  // null: no event fd
   size_t rx_posted_ = 0;  // receives posted on accepted connections (recv CQ credits)
   std::unique_ptr<BufPool> tx_pool_, rx_pool_;
   int epfd_ = -1;

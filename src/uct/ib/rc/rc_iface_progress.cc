@@ -96,7 +96,9 @@ unsigned RcIface::poll_oob() {
   const int n = epoll_wait(epfd_, ev, kPollBatch, 0);
   for (int i = 0; i < n; ++i) {
     const int fd = ev[i].data.fd;
-    if (fd == listen_fd_) {
+    if (channel_ && fd == channel_->fd) {
+      drain_cq_events();
+    } else if (fd == listen_fd_) {
       accept_all();
     } else if (auto a = accepted_.find(fd); a != accepted_.end()) {
       on_accepted_event(a->second.get());
@@ -105,6 +107,17 @@ unsigned RcIface::poll_oob() {
     }
   }
   return n > 0 ? static_cast<unsigned>(n) : 0;
+}
+
+// Takes the events off the channel (the CQs are polled anyway); each is
+// acknowledged, or destroying its CQ would wait for it.
+void RcIface::drain_cq_events() {
+  ibv_cq* cq = nullptr;
+  void* ctx = nullptr;
+  while (dev_->ops().get_cq_event(channel_, &cq, &ctx) == 0) {
+    cq_event(cq);
+    dev_->ops().ack_cq_events(cq, 1);
+  }
 }
 
 void RcIface::accept_all() {

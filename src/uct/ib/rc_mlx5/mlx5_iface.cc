@@ -4,6 +4,7 @@
 
 #include <endian.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -119,6 +120,28 @@ int Mlx5Iface::poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
     __atomic_store_n(&c.info.dbrec[0], htobe32(c.ci & 0xffffff), __ATOMIC_RELEASE);
   }
   return got;
+}
+
+}  // namespace mc::uct::ib::mlx5
+
+namespace mc::uct::ib::mlx5 {
+
+int Mlx5Iface::cq_arm(ibv_cq* cq) {
+  auto it = cqs_.find(cq);
+  if (it == cqs_.end() || !it->second.info.cq_uar) return EOPNOTSUPP;
+  Cq& c = it->second;
+  const uint32_t word = (c.arm_sn & 3) << 28 | kCqArmNext | (c.ci & 0xffffff);
+  __atomic_store_n(&c.info.dbrec[1], htobe32(word), __ATOMIC_RELEASE);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // One 64-bit store (MMIO on a NIC, watched by the soft provider's device).
+  __atomic_store_n(reinterpret_cast<uint64_t*>(c.info.cq_uar + kCqDoorbell),
+                   htobe64(uint64_t{word} << 32 | c.info.cqn), __ATOMIC_RELAXED);
+  return 0;
+}
+
+void Mlx5Iface::cq_event(ibv_cq* cq) {
+  auto it = cqs_.find(cq);
+  if (it != cqs_.end()) ++it->second.arm_sn;
 }
 
 }  // namespace mc::uct::ib::mlx5

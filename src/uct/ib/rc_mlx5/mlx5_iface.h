@@ -25,11 +25,16 @@ class Mlx5Iface : public rc::RcIface {
 
  protected:
   int poll_cq(ibv_cq* cq, int n, ibv_wc* wc) override;
+  /// Arms through the CQ's arm doorbell record and UAR doorbell, with the
+  /// consumer index this poller keeps (the provider's verb does not know it).
+  int cq_arm(ibv_cq* cq) override;
+  void cq_event(ibv_cq* cq) override;
 
  private:
   struct Cq {
     Mlx5CqInfo info;
-    uint32_t ci = 0;  // consumer index
+    uint32_t ci = 0;      // consumer index
+    uint32_t arm_sn = 0;  // events taken: the device ignores a stale arm
   };
   using rc::RcIface::RcIface;
   Status cq_open(ibv_cq* cq);

@@ -103,7 +103,9 @@ void Mlx5Wq::ring_doorbell(const uint8_t* ctrl) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   uint64_t first8;
   std::memcpy(&first8, ctrl, sizeof(first8));
-  *reinterpret_cast<volatile uint64_t*>(info_.bf_reg + bf_offset_) = first8;
+  // One 64-bit store: the first 8 bytes of the control segment.
+  __atomic_store_n(reinterpret_cast<uint64_t*>(info_.bf_reg + bf_offset_), first8,
+                   __ATOMIC_RELAXED);
   if (info_.bf_size) bf_offset_ ^= info_.bf_size;
 }
 

@@ -146,6 +146,19 @@ bool fetch(Fabric* f, SoftQp* q) {
   return any;
 }
 
+// An mlx5-mode CQ raises its event once a CQE lies past the consumer index
+// its arm doorbell named.
+void check_arm(SoftCq* c) {
+  if (!c->dv || !c->channel) return;
+  const uint64_t db =
+      __atomic_load_n(&c->dv_uar[mlx5::kCqDoorbell / sizeof(uint64_t)], __ATOMIC_ACQUIRE);
+  if (db == c->dv_arm_served) return;
+  const uint32_t ci = static_cast<uint32_t>(be64toh(db) >> 32) & 0xffffff;
+  if (((c->dv_produced - ci) & 0xffffff) == 0) return;
+  c->dv_arm_served = db;
+  cq_event(c);
+}
+
 bool step() {
   Provider& p = provider();
   std::lock_guard guard(p.lock);
@@ -153,10 +166,14 @@ bool step() {
   bool any = false;
   const pid_t self = getpid();
   for (SoftQp* q : p.qps) {
-    if (!q->dv || q->owner != self) continue;
-    any |= fetch(p.fabric, q);
-    any |= run_sq(p.fabric, q);
-    if (reinterpret_cast<SoftCq*>(q->qp.recv_cq)->dv) any |= run_rq(p.fabric, q);
+    if (q->owner != self) continue;
+    auto* scq = reinterpret_cast<SoftCq*>(q->qp.send_cq);
+    auto* rcq = reinterpret_cast<SoftCq*>(q->qp.recv_cq);
+    if (q->dv) any |= fetch(p.fabric, q);
+    if (q->dv || scq->channel) any |= run_sq(p.fabric, q);
+    if (rcq->dv || rcq->channel) any |= run_rq(p.fabric, q);
+    check_arm(scq);
+    check_arm(rcq);
   }
   return any;
 }
@@ -188,7 +205,8 @@ void after_fork_child() {
   engine().pid = 0;
 }
 
-// Called with the provider lock held.
+}  // namespace
+
 void start_engine() {
   Engine& e = engine();
   if (e.thread && e.pid == getpid()) return;
@@ -200,8 +218,6 @@ void start_engine() {
   e.pid = getpid();
   e.thread = new std::thread(loop);
 }
-
-}  // namespace
 
 bool soft_mlx5_supported(ibv_device*) {
   return true;
@@ -239,6 +255,7 @@ int soft_mlx5_cq_info(ibv_cq* cq, Mlx5CqInfo* out) {
     if (!c->wcs.empty()) return EBUSY;  // completions already reported the verbs way
     c->dv_cnt = pow2_at_least(static_cast<uint64_t>(cq->cqe) + 1);
     c->dv_buf.assign(uint64_t{c->dv_cnt} * mlx5::kCqeSize / 8, 0);
+    c->dv_uar.assign(4096 / sizeof(uint64_t), 0);
     auto* b = reinterpret_cast<uint8_t*>(c->dv_buf.data());
     for (uint32_t i = 0; i < c->dv_cnt; ++i) {
       b[i * mlx5::kCqeSize + 63] = mlx5::cqe_op_own(mlx5::kCqeInvalid, true);
@@ -249,7 +266,9 @@ int soft_mlx5_cq_info(ibv_cq* cq, Mlx5CqInfo* out) {
   out->cqe_cnt = c->dv_cnt;
   out->cqe_size = mlx5::kCqeSize;
   out->dbrec = c->dv_dbrec;
-  out->cqn = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(c) >> 6) & 0xffffff;
+  out->cq_uar = reinterpret_cast<uint8_t*>(c->dv_uar.data());
+  // Never 0, so that an arm doorbell is never all zeros.
+  out->cqn = (static_cast<uint32_t>(reinterpret_cast<uintptr_t>(c) >> 6) & 0x7fffff) | 0x800000;
   start_engine();
   return 0;
 }

@@ -207,10 +207,22 @@ bool run_rq(Fabric* f, SoftQp* q) {
   return any;
 }
 
+void cq_event(SoftCq* cq) {
+  SoftChannel* ch = cq->channel;
+  if (!ch) return;
+  ch->events.push_back(&cq->cq);
+  const uint64_t one = 1;
+  (void)!write(ch->ch.fd, &one, sizeof(one));
+}
+
 void push_wc(SoftCq* cq, const ibv_wc& wc) {
   if (cq->dv) {
     dv_push_cqe(cq, wc);
     return;
+  }
+  if (cq->armed) {
+    cq->armed = false;
+    cq_event(cq);
   }
   if (static_cast<int>(cq->wcs.size()) >= cq->cq.cqe) {
     cq->overrun = true;  // a NIC raises IBV_EVENT_CQ_ERR; the completion is lost

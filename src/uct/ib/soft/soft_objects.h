@@ -29,10 +29,19 @@ struct SoftContext {
   uint32_t dev;
 };
 
+/// A completion channel: an eventfd that becomes readable when an armed CQ
+/// of the channel gets a completion, and the CQs that did, in order.
+struct SoftChannel {
+  ibv_comp_channel ch;
+  std::deque<ibv_cq*> events;
+};
+
 struct SoftCq {
   ibv_cq cq;
   std::deque<ibv_wc> wcs;
   bool overrun = false;
+  SoftChannel* channel = nullptr;
+  bool armed = false;  ///< req_notify_cq: the next completion raises an event
   // mlx5 mode (after mlx5_cq_info): completions go to `dv_buf` as 64-byte
   // CQEs, the owner bit flipping on each pass; dv_dbrec[0] is the consumer
   // index the poller writes back (be32), which keeps the device from
@@ -41,8 +50,15 @@ struct SoftCq {
   std::vector<uint64_t> dv_buf;
   uint32_t dv_cnt = 0;
   uint32_t dv_produced = 0;
-  alignas(8) uint32_t dv_dbrec[2] = {0, 0};
+  alignas(8) uint32_t dv_dbrec[2] = {0, 0};  ///< [0] consumer index, [1] arm (be32)
+  /// The fake UAR page: the poller arms the CQ by writing its doorbell at
+  /// kCqDoorbell; an arm not served yet differs from dv_arm_served.
+  std::vector<uint64_t> dv_uar;
+  uint64_t dv_arm_served = 0;
 };
+
+/// Raises an event on the channel of `cq` (with the provider lock held).
+void cq_event(SoftCq* cq);
 
 struct SendWr {
   uint64_t wr_id;
@@ -103,6 +119,10 @@ void push_wc(SoftCq* cq, const ibv_wc& wc);
 /// (with the provider and fabric locks held). True when anything happened.
 bool run_sq(Fabric* f, SoftQp* q);
 bool run_rq(Fabric* f, SoftQp* q);
+/// Starts this process's device thread (with the provider lock held). It
+/// runs mlx5-mode queues, and the queues of CQs with a completion channel,
+/// so a process asleep on its channel learns of arrived messages.
+void start_engine();
 
 // mlx5 mode (soft_dv.cc): the direct-verbs entries of the table.
 bool soft_mlx5_supported(ibv_device* device);

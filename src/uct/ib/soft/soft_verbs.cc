@@ -3,6 +3,7 @@
 // QPs with the RESET -> INIT -> RTR -> RTS state machine of the IB spec.
 #include "uct/ib/soft/soft_verbs.h"
 
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -166,23 +167,59 @@ int dereg_mr(ibv_mr* mr) {
   return 0;
 }
 
-ibv_comp_channel* create_comp_channel(ibv_context*) {
-  errno = EOPNOTSUPP;  // the soft provider has no interrupts
-  return nullptr;
+// A completion channel is an eventfd; the device thread makes sure that
+// completions of its CQs happen while the process sleeps on it.
+ibv_comp_channel* create_comp_channel(ibv_context* ctx) {
+  const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) return nullptr;
+  auto* c = new SoftChannel{};
+  c->ch.context = ctx;
+  c->ch.fd = fd;
+  Provider& p = provider();
+  std::lock_guard guard(p.lock);
+  start_engine();
+  return &c->ch;
 }
-int destroy_comp_channel(ibv_comp_channel*) {
-  return EOPNOTSUPP;
+
+int destroy_comp_channel(ibv_comp_channel* ch) {
+  Provider& p = provider();
+  std::lock_guard guard(p.lock);
+  close(ch->fd);
+  delete reinterpret_cast<SoftChannel*>(ch);
+  return 0;
 }
-int get_cq_event(ibv_comp_channel*, ibv_cq**, void**) {
-  return EOPNOTSUPP;
+
+int get_cq_event(ibv_comp_channel* ch, ibv_cq** cq, void** cq_context) {
+  Provider& p = provider();
+  std::lock_guard guard(p.lock);
+  auto* c = reinterpret_cast<SoftChannel*>(ch);
+  if (c->events.empty()) {
+    errno = EAGAIN;
+    return -1;
+  }
+  *cq = c->events.front();
+  c->events.pop_front();
+  if (cq_context) *cq_context = (*cq)->cq_context;
+  if (c->events.empty()) {
+    uint64_t n;
+    (void)!read(ch->fd, &n, sizeof(n));
+  }
+  return 0;
 }
+
 void ack_cq_events(ibv_cq*, unsigned) {}
-int req_notify_cq(ibv_cq*, int) {
-  return EOPNOTSUPP;
+
+int req_notify_cq(ibv_cq* cq, int) {
+  Provider& p = provider();
+  std::lock_guard guard(p.lock);
+  auto* c = reinterpret_cast<SoftCq*>(cq);
+  if (!c->channel) return EINVAL;
+  c->armed = true;
+  return 0;
 }
 
 ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* ch, int) {
-  if (cqe <= 0 || cqe > kMaxCqe || ch) {
+  if (cqe <= 0 || cqe > kMaxCqe) {
     errno = EINVAL;
     return nullptr;
   }
@@ -190,6 +227,8 @@ ibv_cq* create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel*
   c->cq.context = ctx;
   c->cq.cqe = cqe;
   c->cq.cq_context = cq_context;
+  c->cq.channel = ch;
+  c->channel = reinterpret_cast<SoftChannel*>(ch);
   return &c->cq;
 }
 
@@ -199,7 +238,9 @@ int destroy_cq(ibv_cq* cq) {
   for (SoftQp* q : p.qps) {
     if (q->qp.send_cq == cq || q->qp.recv_cq == cq) return EBUSY;
   }
-  delete reinterpret_cast<SoftCq*>(cq);
+  auto* c = reinterpret_cast<SoftCq*>(cq);
+  if (c->channel) std::erase(c->channel->events, cq);
+  delete c;
   return 0;
 }
 

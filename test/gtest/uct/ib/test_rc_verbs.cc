@@ -7,6 +7,7 @@
 // to a bad rkey fails and touches nothing. rc_mlx5 against rc_verbs: a
 // lower overhead, and the shared knob tables registered once.
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -176,6 +177,45 @@ TEST_P(RcVerbs, PutToABadRkeyFailsTheEndpointAndTouchesNothing) {
   EXPECT_EQ(handler_calls, 1);
   EXPECT_EQ(dst.check(6), -1) << "the refused put wrote into the target";
   EXPECT_EQ(other.check(7), -1) << "the refused put wrote into the rkey's registration";
+}
+
+TEST_P(RcVerbs, EventFdWakesAnArmedIfaceForAnActiveMessage) {
+  std::unique_ptr<Entity> me = make_entity(on("mcsoft0:1"));
+  std::unique_ptr<Entity> peer = make_entity(on("mcsoft0:1"));
+  ASSERT_TRUE(me && peer);
+  ASSERT_TRUE(peer->attr().cap & kCapEventFd);
+  Result<int> fd = peer->iface().event_fd();
+  ASSERT_TRUE(fd.ok());
+  size_t got = 0;
+  ASSERT_EQ(peer->iface().set_am_handler(3,
+                                         [&](const void*, size_t length, unsigned) {
+                                           got = length;
+                                           return Status::Ok;
+                                         }),
+            Status::Ok);
+  Result<std::unique_ptr<Endpoint>> ep = me->connect(*peer);
+  ASSERT_TRUE(ep.ok());
+  // Connected: a first message goes through.
+  Status s = (*ep)->am_short(3, 1, nullptr, 0);
+  while (s == Status::NoResource) {
+    me->iface().progress(), peer->iface().progress();
+    s = (*ep)->am_short(3, 1, nullptr, 0);
+  }
+  ASSERT_EQ(s, Status::Ok);
+  ASSERT_TRUE(progress_until([&] { return got == 8; }, {me.get(), peer.get()}));
+  got = 0;
+  // The peer arms and sleeps; only the event fd can wake it.
+  Status armed = peer->iface().arm();
+  for (int i = 0; armed == Status::Busy && i < 1000; ++i) armed = peer->iface().arm();
+  ASSERT_EQ(armed, Status::Ok);
+  pollfd idle{*fd, POLLIN, 0};
+  EXPECT_EQ(poll(&idle, 1, 50), 0) << "readable with nothing to do";
+  const uint8_t payload[16] = {};
+  ASSERT_EQ((*ep)->am_short(3, 2, payload, sizeof(payload)), Status::Ok);
+  ASSERT_EQ(flush_and_wait(**ep, {me.get()}), Status::Ok);
+  pollfd p{*fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 10000), 1) << "the event fd did not wake the armed iface";
+  ASSERT_TRUE(progress_until([&] { return got == 8 + sizeof(payload); }, {peer.get()}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Rc, RcVerbs, testing::Values("rc_verbs", "rc_mlx5"),
