@@ -32,12 +32,12 @@ inline bool second_device(std::string* name, in_addr* addr) {
   return found;
 }
 
-/// Shuts down every connected IPv4 socket of this process bound to `addr`;
-/// returns how many.
-inline int cut_sockets_on(in_addr addr) {
-  int cut = 0;
+/// Calls `fn(fd)` on every connected IPv4 socket of this process bound to
+/// `addr`.
+template <typename Fn>
+void for_sockets_on(in_addr addr, Fn fn) {
   DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return 0;
+  if (!dir) return;
   while (dirent* e = readdir(dir)) {
     const int fd = std::atoi(e->d_name);
     if (fd <= 2 || fd == dirfd(dir)) continue;
@@ -47,9 +47,16 @@ inline int cut_sockets_on(in_addr addr) {
     if (local.sin_family != AF_INET || local.sin_addr.s_addr != addr.s_addr) continue;
     len = sizeof(peer);
     if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;  // listening
-    if (shutdown(fd, SHUT_RDWR) == 0) ++cut;
+    fn(fd);
   }
   closedir(dir);
+}
+
+/// Shuts down every connected IPv4 socket of this process bound to `addr`;
+/// returns how many.
+inline int cut_sockets_on(in_addr addr) {
+  int cut = 0;
+  for_sockets_on(addr, [&cut](int fd) { cut += shutdown(fd, SHUT_RDWR) == 0; });
   return cut;
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/log_capture.h"
 #include "common/net_util.h"
 #include "te/te_test_util.h"
 #include "ucs/log/log.h"
@@ -20,24 +21,6 @@ namespace {
 constexpr size_t kSize = size_t{4} << 20;
 constexpr size_t kBlock = size_t{1} << 20;
 constexpr unsigned kSeed = 11;
-
-// Collects info lines and above.
-class InfoSink : public google::LogSink {
- public:
-  void send(google::LogSeverity, const char*, const char*, int, const google::LogMessageTime&,
-            const char* message, size_t len) override {
-    std::lock_guard guard(lock_);
-    text_.append(message, len).append("\n");
-  }
-  std::string text() {
-    std::lock_guard guard(lock_);
-    return text_;
-  }
-
- private:
-  std::mutex lock_;
-  std::string text_;
-};
 
 class TePaths : public testing::Test {
  protected:
@@ -84,8 +67,7 @@ TEST_F(TePaths, PreferredNicOfBothSidesCarriesEveryByte) {
   TargetProcess target;
   ASSERT_TRUE(target.start("P2PHANDSHAKE", "127.0.0.1", kSize, kSeed, env_, false,
                            {"--location", "cpu:0"}));
-  InfoSink sink;
-  google::AddLogSink(&sink);
+  mc::test::LogCapture sink(google::GLOG_INFO);
   const ucs::LogLevel level = ucs::log_level();
   ucs::log_set_level(ucs::LogLevel::Info);
   std::unique_ptr<TransferEngine> engine;
@@ -97,7 +79,6 @@ TEST_F(TePaths, PreferredNicOfBothSidesCarriesEveryByte) {
   const SegmentHandle seg = engine->openSegment(target.segment());
   ASSERT_GE(seg, 0);
   round_trip(*engine, seg, target.addr(), kSeed);
-  google::RemoveLogSink(&sink);
   ucs::log_set_level(level);
 
   ASSERT_EQ(paths_.size(), 2u);

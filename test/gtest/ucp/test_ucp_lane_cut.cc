@@ -16,6 +16,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/log_capture.h"
+#include "common/net_util.h"
 #include "ucp/api/ucp.h"
 #include "ucs/log/log.h"
 #include "uct/base/component_loader.h"
@@ -26,68 +28,11 @@ namespace {
 using ucs::Result;
 using ucs::Status;
 
-// The first up, non-loopback device with an IPv4 address: name and address.
-bool second_device(std::string* name, in_addr* addr) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (ifaddrs* ifa = list; ifa && !found; ifa = ifa->ifa_next) {
-    if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET) continue;
-    if (!(ifa->ifa_flags & IFF_UP) || !(ifa->ifa_flags & IFF_RUNNING)) continue;
-    if (ifa->ifa_flags & IFF_LOOPBACK) continue;
-    *name = ifa->ifa_name;
-    *addr = reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr)->sin_addr;
-    found = true;
-  }
-  freeifaddrs(list);
-  return found;
-}
-
-// Shuts down every connected IPv4 socket of this process bound to `addr`;
-// returns how many.
-int cut_sockets_on(in_addr addr) {
-  int cut = 0;
-  DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return 0;
-  while (dirent* e = readdir(dir)) {
-    const int fd = atoi(e->d_name);
-    if (fd <= 2 || fd == dirfd(dir)) continue;
-    sockaddr_in local{}, peer{};
-    socklen_t len = sizeof(local);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) continue;
-    if (local.sin_family != AF_INET || local.sin_addr.s_addr != addr.s_addr) continue;
-    len = sizeof(peer);
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;  // listening
-    if (shutdown(fd, SHUT_RDWR) == 0) ++cut;
-  }
-  closedir(dir);
-  return cut;
-}
-
-// Collects warning and error lines.
-class WarnSink : public google::LogSink {
- public:
-  void send(google::LogSeverity severity, const char*, const char*, int,
-            const google::LogMessageTime&, const char* message, size_t len) override {
-    if (severity < google::GLOG_WARNING) return;
-    std::lock_guard guard(lock_);
-    text_.append(message, len).append("\n");
-  }
-  std::string text() {
-    std::lock_guard guard(lock_);
-    return text_;
-  }
-
- private:
-  std::mutex lock_;
-  std::string text_;
-};
-
 TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
   if (!uct::find_component("tcp")) GTEST_SKIP() << "tcp transport is not available";
   std::string dev;
   in_addr dev_addr{};
-  if (!second_device(&dev, &dev_addr)) GTEST_SKIP() << "no second network device is up";
+  if (!mc::test::second_device(&dev, &dev_addr)) GTEST_SKIP() << "no second network device is up";
   Result<ucs::config::Sources> sources =
       ucs::config::Sources::from({{"MC_TLS", "tcp"},
                                   {"MC_NET_DEVICES", "lo," + dev},
@@ -122,8 +67,7 @@ TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
   ASSERT_NE(range, nullptr);
   ASSERT_EQ(range->kind, proto::ProtoKind::MultiZcopy);
 
-  WarnSink sink;
-  google::AddLogSink(&sink);
+  mc::test::LogCapture sink;
   RequestParams rp;
   rp.memh = smh->get();
   Result<std::shared_ptr<Request>> r =
@@ -132,13 +76,12 @@ TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
   // Mid-transfer: once the first slice has landed, cut the second device.
   while (target[0] == 0 && !(*r)->completed()) (*sender)->progress();
   ASSERT_FALSE((*r)->completed()) << "the put finished before the cut";
-  EXPECT_GT(cut_sockets_on(dev_addr), 0) << "no socket on " << dev << " to cut";
+  EXPECT_GT(mc::test::cut_sockets_on(dev_addr), 0) << "no socket on " << dev << " to cut";
   while (!(*r)->completed()) (*sender)->progress();
   EXPECT_EQ((*r)->status(), Status::Ok);
   auto flush = (*ep)->flush();
   ASSERT_TRUE(flush.ok());
   EXPECT_EQ((*flush)->wait(), Status::Ok);
-  google::RemoveLogSink(&sink);
 
   EXPECT_TRUE(target == src) << "the put did not deliver every byte";
   size_t failed = 0;

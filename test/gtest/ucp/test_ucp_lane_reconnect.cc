@@ -23,6 +23,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "common/log_capture.h"
+#include "common/net_util.h"
 #include "ucp/api/ucp.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
@@ -37,76 +39,16 @@ using ucs::Status;
 constexpr size_t kBuffer = size_t{32} << 20;
 constexpr uint16_t kAmId = 9;
 
-// The first up, non-loopback device with an IPv4 address: name and address.
-bool second_device(std::string* name, in_addr* addr) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (ifaddrs* ifa = list; ifa && !found; ifa = ifa->ifa_next) {
-    if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET) continue;
-    if (!(ifa->ifa_flags & IFF_UP) || !(ifa->ifa_flags & IFF_RUNNING)) continue;
-    if (ifa->ifa_flags & IFF_LOOPBACK) continue;
-    *name = ifa->ifa_name;
-    *addr = reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr)->sin_addr;
-    found = true;
-  }
-  freeifaddrs(list);
-  return found;
-}
-
-// Calls `fn(fd)` on every connected IPv4 socket of this process bound to `addr`.
-template <typename Fn>
-void for_sockets_on(in_addr addr, Fn fn) {
-  DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return;
-  while (dirent* e = readdir(dir)) {
-    const int fd = atoi(e->d_name);
-    if (fd <= 2 || fd == dirfd(dir)) continue;
-    sockaddr_in local{}, peer{};
-    socklen_t len = sizeof(local);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) continue;
-    if (local.sin_family != AF_INET || local.sin_addr.s_addr != addr.s_addr) continue;
-    len = sizeof(peer);
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;  // listening
-    fn(fd);
-  }
-  closedir(dir);
-}
-
 // Bytes this process's sockets on `addr` sent and the peer acknowledged.
 uint64_t bytes_sent_on(in_addr addr) {
   uint64_t total = 0;
-  for_sockets_on(addr, [&total](int fd) {
+  mc::test::for_sockets_on(addr, [&total](int fd) {
     tcp_info info{};
     socklen_t len = sizeof(info);
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0) total += info.tcpi_bytes_acked;
   });
   return total;
 }
-
-int cut_sockets_on(in_addr addr) {
-  int cut = 0;
-  for_sockets_on(addr, [&cut](int fd) { cut += shutdown(fd, SHUT_RDWR) == 0; });
-  return cut;
-}
-
-class LogSink : public google::LogSink {
- public:
-  void send(google::LogSeverity severity, const char*, const char*, int,
-            const google::LogMessageTime&, const char* message, size_t len) override {
-    if (severity < google::GLOG_WARNING) return;
-    std::lock_guard guard(lock_);
-    text_.append(message, len).append("\n");
-  }
-  std::string text() {
-    std::lock_guard guard(lock_);
-    return text_;
-  }
-
- private:
-  std::mutex lock_;
-  std::string text_;
-};
 
 bool write_all(int fd, const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
@@ -189,7 +131,7 @@ class UcpLaneReconnect : public testing::Test {
  protected:
   void SetUp() override {
     if (!uct::find_component("tcp")) GTEST_SKIP() << "tcp transport is not available";
-    if (!second_device(&dev_, &dev_addr_)) GTEST_SKIP() << "no second network device is up";
+    if (!mc::test::second_device(&dev_, &dev_addr_)) GTEST_SKIP() << "no second network device is up";
     env_ = {{"MC_TLS", "tcp"},
             {"MC_NET_DEVICES", "lo," + dev_},
             {"MC_MAX_RMA_RAILS", "2"},
@@ -330,10 +272,8 @@ class UcpLaneReconnect : public testing::Test {
 // connect fails at once (ENETUNREACH) while the endpoint is created.
 TEST_F(UcpLaneReconnect, EndpointComesUpWithoutALaneThatCannotConnect) {
   start("50ms");
-  LogSink sink;
-  google::AddLogSink(&sink);
+  mc::test::LogCapture sink;
   connect(address_with(dev_, "255.255.255.255"));
-  google::RemoveLogSink(&sink);
   ASSERT_TRUE(ep_);
   const size_t cut = lane_of(dev_), lo = lane_of("lo");
   ASSERT_NE(cut, SIZE_MAX);
@@ -386,14 +326,12 @@ TEST_F(UcpLaneReconnect, CutLaneCarriesBytesAgain) {
   const size_t lane = lane_of(dev_);
   ASSERT_NE(lane, SIZE_MAX);
   EXPECT_TRUE(round_trip(kBuffer, 4));
-  LogSink sink;
-  google::AddLogSink(&sink);
-  EXPECT_GT(cut_sockets_on(dev_addr_), 0) << "no socket on " << dev_ << " to cut";
+  mc::test::LogCapture sink;
+  EXPECT_GT(mc::test::cut_sockets_on(dev_addr_), 0) << "no socket on " << dev_ << " to cut";
   EXPECT_TRUE(progress_until([&] { return is_error(ep_->lane_runtime()[lane].status); }, 10))
       << "the cut lane did not fail";
   EXPECT_TRUE(progress_until([&] { return ep_->lane_runtime()[lane].status == Status::Ok; }, 10))
       << "the lane was not reconnected: " << printed();
-  google::RemoveLogSink(&sink);
   EXPECT_NE(sink.text().find("reconnected"), std::string::npos) << sink.text();
   const uint64_t before = bytes_sent_on(dev_addr_);
   EXPECT_TRUE(round_trip(kBuffer, 5)) << "after the reconnection";
@@ -410,7 +348,7 @@ TEST_F(UcpLaneReconnect, OffKeepsTheLaneDown) {
   ASSERT_TRUE(ep_);
   const size_t lane = lane_of(dev_);
   ASSERT_NE(lane, SIZE_MAX);
-  EXPECT_GT(cut_sockets_on(dev_addr_), 0);
+  EXPECT_GT(mc::test::cut_sockets_on(dev_addr_), 0);
   EXPECT_TRUE(progress_until([&] { return is_error(ep_->lane_runtime()[lane].status); }, 10));
   EXPECT_FALSE(progress_until([&] { return !is_error(ep_->lane_runtime()[lane].status); }, 0.5));
   EXPECT_NE(printed().find("not reconnected"), std::string::npos) << printed();

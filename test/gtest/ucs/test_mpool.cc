@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/log_capture.h"
 #include "ucs/mpool/mpool.h"
 
 namespace mc::ucs {
@@ -326,28 +327,8 @@ TEST(Mpool, ThreadSafeUnderTwoThreads) {
 }
 
 #ifdef MC_DEBUG
-// Collects error-level log lines.
-class ErrorSink : public google::LogSink {
- public:
-  void send(google::LogSeverity severity, const char*, const char*, int,
-            const google::LogMessageTime&, const char* message, size_t len) override {
-    if (severity != google::GLOG_ERROR) return;
-    std::lock_guard guard(lock_);
-    lines_.emplace_back(message, len);
-  }
-  std::vector<std::string> lines() {
-    std::lock_guard guard(lock_);
-    return lines_;
-  }
-
- private:
-  std::mutex lock_;
-  std::vector<std::string> lines_;
-};
-
 TEST(Mpool, DebugBuildReportsLeaks) {
-  ErrorSink sink;
-  google::AddLogSink(&sink);
+  mc::test::LogCapture sink(google::GLOG_ERROR);
   {
     MpoolParams p = params(16, 4);
     p.name = "leaky";
@@ -362,7 +343,6 @@ TEST(Mpool, DebugBuildReportsLeaks) {
     ASSERT_TRUE(pool.ok());
     (*pool)->put((*pool)->get());  // all returned: no report
   }
-  google::RemoveLogSink(&sink);
   const auto lines = sink.lines();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("'leaky'"), std::string::npos) << lines[0];
