@@ -247,6 +247,23 @@ TEST_F(RcMlx5, OverheadIsLowerThanRcVerbsOnTheSameDevice) {
   EXPECT_EQ(m->attr().cap, v->attr().cap);
 }
 
+TEST_F(RcMlx5, WithoutTheSoftProviderEachRcComponentSaysWhyItHasNoDevice) {
+  // What mc_info -d prints for a component without a memory domain. This
+  // machine may have a real RDMA device: then there is no reason to check.
+  const std::string saved = std::getenv("MC_IB_PROVIDER");
+  setenv("MC_IB_PROVIDER", "verbs", 1);
+  for (const char* name : {"rc_verbs", "rc_mlx5"}) {
+    Component* c = find_component(name);
+    ASSERT_NE(c, nullptr) << name;
+    if (c->md_names().empty()) {
+      EXPECT_EQ(c->unavailable_reason().rfind("no ", 0), 0u) << c->unavailable_reason();
+    }
+  }
+  setenv("MC_IB_PROVIDER", saved.c_str(), 1);
+  Component* c = find_component("rc_mlx5");
+  EXPECT_EQ(c->md_names(), std::vector<std::string>{"rc_mlx5"});
+}
+
 TEST_F(RcMlx5, SharedKnobTablesAreRegisteredOnce) {
   ucs::config::Registry& registry = ucs::config::Registry::instance();
   for (Component* c : load_components()) c->register_config(registry);
