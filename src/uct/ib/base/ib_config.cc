@@ -28,9 +28,10 @@ const ucs::config::Table& ib_config_table() {
   static const ucs::config::Table table(
       "ib devices", "",
       {field("IB_PROVIDER", "verbs",
-             "Verbs provider: verbs (libibverbs.so.1 from rdma-core, loaded at run time) or "
-             "soft (the software provider for tests: devices mcsoft0.. in user space, RDMA "
-             "through shared memory and process_vm_readv/writev; never for production).",
+             "Verbs provider: verbs (libibverbs.so.1 from rdma-core, loaded at run time, and "
+             "libmlx5.so.1 for rc_mlx5) or soft (the software provider for tests: devices "
+             "mcsoft0.. in user space, RDMA through shared memory and process_vm_readv/writev, "
+             "mlx5-shaped queues run by a device thread for rc_mlx5; never for production).",
              &IbConfig::provider,
              ucs::config::enum_parser<Provider>({{"verbs", Provider::Verbs},
                                                  {"soft", Provider::Soft}})),
