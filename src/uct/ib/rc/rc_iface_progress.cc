@@ -78,7 +78,9 @@ unsigned RcIface::poll_recv() {
       rx_pool_->put(buf);
       continue;
     }
-    if (wc[i].byte_len < 1 || buf[0] >= kAmIdMax) {
+    // The length comes from the device (a CQE read directly for rc_mlx5):
+    // never trusted past the buffer.
+    if (wc[i].byte_len < 1 || wc[i].byte_len > rx_pool_->size() || buf[0] >= kAmIdMax) {
       MC_LOG(warn) << tl_name() << ": dropped a malformed active message of " << wc[i].byte_len
                    << " bytes on QP " << qp->qpn();
     } else {

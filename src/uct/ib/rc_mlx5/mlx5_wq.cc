@@ -53,7 +53,7 @@ int Mlx5Wq::post_send(ibv_send_wr& wr) {
   bool ok = false;
   const uint8_t opcode = wqe_opcode(wr.opcode, &ok);
   if (!ok || wr.num_sge < 0) return EINVAL;
-  alignas(8) uint8_t wqe[kMaxWqeBytes] = {};
+  alignas(8) uint8_t wqe[kMaxWqeBytes];  // built here, copied into the ring
   size_t off = kSegSize;
   if (wr.opcode != IBV_WR_SEND) {
     write_raddr(wqe + off, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
@@ -70,7 +70,9 @@ int Mlx5Wq::post_send(ibv_send_wr& wr) {
       std::memcpy(p, reinterpret_cast<const void*>(wr.sg_list[i].addr), wr.sg_list[i].length);
       p += wr.sg_list[i].length;
     }
-    off += (4 + total + kSegSize - 1) & ~(kSegSize - 1);
+    const size_t end = off + ((4 + total + kSegSize - 1) & ~(kSegSize - 1));
+    std::memset(p, 0, wqe + end - p);
+    off = end;
   } else {
     for (int i = 0; i < wr.num_sge; ++i) {
       const ibv_sge& s = wr.sg_list[i];
@@ -81,6 +83,7 @@ int Mlx5Wq::post_send(ibv_send_wr& wr) {
     }
   }
   const uint32_t bbs = static_cast<uint32_t>((off + kBb - 1) / kBb);
+  std::memset(wqe + off, 0, size_t{bbs} * kBb - off);  // the rest of the last block
   const uint8_t ce = (wr.send_flags & IBV_SEND_SIGNALED) ? kCqUpdate : 0;
   write_ctrl(wqe, pi_, opcode, 0, qp_->qp_num, static_cast<uint8_t>(off / kSegSize), ce);
   // Into the ring, wrapping at its end as the device reads it.
