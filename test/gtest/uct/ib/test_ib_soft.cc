@@ -11,7 +11,7 @@
 
 #include "uct/ib/soft/soft_fabric.h"
 #include "uct/ib/soft/soft_verbs.h"
-#include "uct/uct_test.h"
+#include "uct/ib/soft_verbs_fixture.h"
 
 namespace mc::uct::ib::soft {
 namespace {
@@ -19,83 +19,8 @@ namespace {
 using ucs::Result;
 using ucs::Status;
 
-class SoftVerbs : public testing::Test {
+class SoftVerbs : public SoftVerbsFixture {
  protected:
-  void SetUp() override {
-    test::use_soft_verbs_unless_told();
-    fabric_ = std::getenv("MC_IB_SOFT_FABRIC");
-    std::string why;
-    Result<const VerbsOps*> ops = verbs_ops_soft(fabric_, 2, &why);
-    ASSERT_TRUE(ops.ok()) << why;
-    v_ = *ops;
-    int n = 0;
-    ibv_device** list = v_->get_device_list(&n);
-    ASSERT_EQ(n, 2);
-    ctx_ = v_->open_device(list[0]);
-    v_->free_device_list(list);
-    pd_ = v_->alloc_pd(ctx_);
-    cq_ = v_->create_cq(ctx_, 64, nullptr, nullptr, 0);
-    ASSERT_TRUE(ctx_ && pd_ && cq_);
-  }
-  void TearDown() override {
-    for (ibv_qp* q : qps_) v_->destroy_qp(q);
-    for (ibv_mr* m : mrs_) v_->dereg_mr(m);
-    if (cq_) v_->destroy_cq(cq_);
-    if (pd_) v_->dealloc_pd(pd_);
-    if (ctx_) v_->close_device(ctx_);
-  }
-
-  ibv_qp* make_qp() {
-    ibv_qp_init_attr a{};
-    a.send_cq = a.recv_cq = cq_;
-    a.qp_type = IBV_QPT_RC;
-    a.cap = {16, 16, 4, 4, 64};
-    ibv_qp* q = v_->create_qp(pd_, &a);
-    if (q) qps_.push_back(q);
-    return q;
-  }
-  int to_init(ibv_qp* q, int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                    IBV_QP_ACCESS_FLAGS) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    return v_->modify_qp(q, &a, mask);
-  }
-  int to_rtr(ibv_qp* q, uint32_t dest, bool grh = true) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_RTR;
-    a.dest_qp_num = dest;
-    a.path_mtu = IBV_MTU_4096;
-    a.ah_attr.is_global = grh;
-    a.ah_attr.port_num = 1;
-    return v_->modify_qp(q, &a,
-                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                             IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-  }
-  int to_rts(ibv_qp* q) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_RTS;
-    return v_->modify_qp(q, &a,
-                         IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                             IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-  }
-  /// Two QPs connected to each other (a loopback connection on device 0).
-  void connect_pair(ibv_qp** a, ibv_qp** b) {
-    *a = make_qp();
-    *b = make_qp();
-    ASSERT_TRUE(*a && *b);
-    ASSERT_EQ(to_init(*a), 0);
-    ASSERT_EQ(to_init(*b), 0);
-    ASSERT_EQ(to_rtr(*a, (*b)->qp_num), 0);
-    ASSERT_EQ(to_rtr(*b, (*a)->qp_num), 0);
-    ASSERT_EQ(to_rts(*a), 0);
-    ASSERT_EQ(to_rts(*b), 0);
-  }
-  ibv_mr* reg(std::vector<uint8_t>& buf, int access) {
-    ibv_mr* m = v_->reg_mr(pd_, buf.data(), buf.size(), access);
-    if (m) mrs_.push_back(m);
-    return m;
-  }
   int post(ibv_qp* q, ibv_wr_opcode op, void* addr, uint32_t len, uint32_t lkey, uint64_t raddr,
            uint32_t rkey, uint64_t id) {
     ibv_sge sge{reinterpret_cast<uintptr_t>(addr), len, lkey};
@@ -115,17 +40,7 @@ class SoftVerbs : public testing::Test {
     const int n = v_->poll_cq(cq_, 16, wc);
     return n > 0 ? std::vector<ibv_wc>(wc, wc + n) : std::vector<ibv_wc>{};
   }
-
-  std::string fabric_;
-  const VerbsOps* v_ = nullptr;
-  ibv_context* ctx_ = nullptr;
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  std::vector<ibv_qp*> qps_;
-  std::vector<ibv_mr*> mrs_;
 };
-
-constexpr int kRw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
 TEST_F(SoftVerbs, QpStateMachineIsEnforced) {
   ibv_qp* q = make_qp();
@@ -134,12 +49,12 @@ TEST_F(SoftVerbs, QpStateMachineIsEnforced) {
   std::vector<uint8_t> buf(64);
   ibv_mr* mr = reg(buf, kRw);
   EXPECT_EQ(post(q, IBV_WR_RDMA_WRITE, buf.data(), 8, mr->lkey, 0, 0, 1), EINVAL);  // RESET
-  EXPECT_EQ(to_rtr(q, peer->qp_num), EINVAL);  // RESET -> RTR skips INIT
+  EXPECT_EQ(to_rtr(q, peer->qp_num), EINVAL);                 // RESET -> RTR skips INIT
   EXPECT_EQ(to_init(q, IBV_QP_STATE | IBV_QP_PORT), EINVAL);  // attributes missing
   ASSERT_EQ(to_init(q), 0);
   EXPECT_EQ(post(q, IBV_WR_RDMA_WRITE, buf.data(), 8, mr->lkey, 0, 0, 1), EINVAL);  // INIT
-  EXPECT_EQ(to_rts(q), EINVAL);                          // INIT -> RTS skips RTR
-  EXPECT_EQ(to_rtr(q, peer->qp_num, false), EINVAL);     // RoCE needs a GRH
+  EXPECT_EQ(to_rts(q), EINVAL);                       // INIT -> RTS skips RTR
+  EXPECT_EQ(to_rtr(q, peer->qp_num, false), EINVAL);  // RoCE needs a GRH
   ASSERT_EQ(to_rtr(q, peer->qp_num), 0);
   EXPECT_EQ(post(q, IBV_WR_RDMA_WRITE, buf.data(), 8, mr->lkey, 0, 0, 1), EINVAL);  // RTR
   EXPECT_EQ(to_rts(q), 0);
@@ -153,9 +68,11 @@ TEST_F(SoftVerbs, WriteAndReadMoveDataAfterTheChecks) {
   ibv_mr* d = reg(dst, kRw);
   ibv_mr* k = reg(back, IBV_ACCESS_LOCAL_WRITE);
   ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, src.data(), 256, s->lkey,
-                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1), 0);
+                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1),
+            0);
   ASSERT_EQ(post(a, IBV_WR_RDMA_READ, back.data(), 256, k->lkey,
-                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 2), 0);
+                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 2),
+            0);
   std::vector<ibv_wc> wc = poll();
   ASSERT_EQ(wc.size(), 2u);
   EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
@@ -190,7 +107,8 @@ TEST_F(SoftVerbs, AccessOutsideTheRegionOrWithoutRightsIsRefused) {
   ibv_mr* d = v_->reg_mr(pd_, dst.data(), 64, kRw);  // only the first half
   mrs_.push_back(d);
   ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, src.data(), 128, s->lkey,
-                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1), 0);
+                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1),
+            0);
   std::vector<ibv_wc> wc = poll();
   ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].status, IBV_WC_REM_ACCESS_ERR);
@@ -200,7 +118,8 @@ TEST_F(SoftVerbs, AccessOutsideTheRegionOrWithoutRightsIsRefused) {
   connect_pair(&c, &e);
   ibv_mr* r = reg(ro, IBV_ACCESS_REMOTE_READ);
   ASSERT_EQ(post(c, IBV_WR_RDMA_WRITE, src.data(), 8, s->lkey,
-                 reinterpret_cast<uintptr_t>(ro.data()), r->rkey, 2), 0);
+                 reinterpret_cast<uintptr_t>(ro.data()), r->rkey, 2),
+            0);
   wc = poll();
   ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].status, IBV_WC_REM_ACCESS_ERR);
@@ -244,7 +163,8 @@ TEST_F(SoftVerbs, FailedDeviceReportsPortDownAndRetryExceeded) {
   ASSERT_EQ(v_->query_port(ctx_, 1, &pa), 0);
   EXPECT_EQ(pa.state, IBV_PORT_DOWN);
   ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, src.data(), 8, s->lkey,
-                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1), 0);
+                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1),
+            0);
   ASSERT_EQ(set_device_failed(fabric_, 0, false), Status::Ok);
   std::vector<ibv_wc> wc = poll();
   ASSERT_EQ(wc.size(), 1u);
@@ -263,7 +183,8 @@ TEST_F(SoftVerbs, FailedQpFailsItsWork) {
   ASSERT_EQ(fail_qp(fabric_, b->qp_num), Status::Ok);
   EXPECT_EQ(fail_qp(fabric_, 0), Status::NoElem);
   ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, src.data(), 8, s->lkey,
-                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1), 0);
+                 reinterpret_cast<uintptr_t>(dst.data()), d->rkey, 1),
+            0);
   std::vector<ibv_wc> wc = poll();
   ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].status, IBV_WC_RETRY_EXC_ERR);

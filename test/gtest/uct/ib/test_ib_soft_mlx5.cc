@@ -17,17 +17,16 @@
 #include "uct/ib/base/mlx5_layout.h"
 #include "uct/ib/soft/soft_fabric.h"
 #include "uct/ib/soft/soft_verbs.h"
-#include "uct/uct_test.h"
+#include "uct/ib/soft_verbs_fixture.h"
 
 namespace mc::uct::ib::mlx5 {
 namespace {
 
+using soft::kRw;
 using ucs::Result;
 using ucs::Status;
 
-constexpr int kRw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-
-class SoftMlx5 : public testing::Test {
+class SoftMlx5 : public soft::SoftVerbsFixture {
  protected:
   struct Qp {
     ibv_qp* qp = nullptr;
@@ -36,81 +35,24 @@ class SoftMlx5 : public testing::Test {
   };
 
   void SetUp() override {
-    test::use_soft_verbs_unless_told();
-    fabric_ = std::getenv("MC_IB_SOFT_FABRIC");
-    std::string why;
-    Result<const VerbsOps*> ops = soft::verbs_ops_soft(fabric_, 2, &why);
-    ASSERT_TRUE(ops.ok()) << why;
-    v_ = *ops;
+    SoftVerbsFixture::SetUp();
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(v_->mlx5_supported && v_->mlx5_qp_info && v_->mlx5_cq_info);
-    int n = 0;
-    ibv_device** list = v_->get_device_list(&n);
-    ASSERT_GE(n, 1);
-    EXPECT_TRUE(v_->mlx5_supported(list[0]));
-    ctx_ = v_->open_device(list[0]);
-    v_->free_device_list(list);
-    pd_ = v_->alloc_pd(ctx_);
-    cq_ = v_->create_cq(ctx_, 64, nullptr, nullptr, 0);
-    ASSERT_TRUE(ctx_ && pd_ && cq_);
+    EXPECT_TRUE(v_->mlx5_supported(ctx_->device));
     ASSERT_EQ(v_->mlx5_cq_info(cq_, &cq_info_), 0);
     ASSERT_EQ(cq_info_.cqe_size, kCqeSize);
     ASSERT_GE(cq_info_.cqe_cnt, 64u);
   }
   void TearDown() override {
     if (!fabric_.empty()) (void)soft::set_device_failed(fabric_, 0, false);
-    for (Qp& q : qps_) v_->destroy_qp(q.qp);
-    for (ibv_mr* m : mrs_) v_->dereg_mr(m);
-    if (cq_) v_->destroy_cq(cq_);
-    if (pd_) v_->dealloc_pd(pd_);
-    if (ctx_) v_->close_device(ctx_);
+    SoftVerbsFixture::TearDown();
   }
 
-  Qp* make_qp() {
-    ibv_qp_init_attr a{};
-    a.send_cq = a.recv_cq = cq_;
-    a.qp_type = IBV_QPT_RC;
-    a.cap = {16, 16, 4, 4, 64};
-    Qp q;
-    q.qp = v_->create_qp(pd_, &a);
-    if (!q.qp || v_->mlx5_qp_info(q.qp, &q.info) != 0) return nullptr;
-    qps_.push_back(q);
-    return &qps_.back();
-  }
-  void connect_pair(Qp** a, Qp** b) {
-    qps_.reserve(8);
-    *a = make_qp();
-    *b = make_qp();
-    ASSERT_TRUE(*a && *b);
-    for (auto [q, peer] : {std::pair{*a, *b}, std::pair{*b, *a}}) {
-      ibv_qp_attr at{};
-      at.qp_state = IBV_QPS_INIT;
-      at.port_num = 1;
-      ASSERT_EQ(v_->modify_qp(q->qp, &at,
-                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-                0);
-      at = ibv_qp_attr{};
-      at.qp_state = IBV_QPS_RTR;
-      at.dest_qp_num = peer->qp->qp_num;
-      at.ah_attr.is_global = 1;
-      at.ah_attr.port_num = 1;
-      ASSERT_EQ(v_->modify_qp(q->qp, &at,
-                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-                0);
-    }
-    for (Qp* q : {*a, *b}) {
-      ibv_qp_attr at{};
-      at.qp_state = IBV_QPS_RTS;
-      ASSERT_EQ(v_->modify_qp(q->qp, &at,
-                              IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC),
-                0);
-    }
-  }
-  ibv_mr* reg(std::vector<uint8_t>& buf, int access) {
-    ibv_mr* m = v_->reg_mr(pd_, buf.data(), buf.size(), access);
-    if (m) mrs_.push_back(m);
-    return m;
+  /// Two connected QPs in mlx5 mode.
+  void connect_dv_pair(Qp* a, Qp* b) {
+    connect_pair(&a->qp, &b->qp);
+    ASSERT_EQ(v_->mlx5_qp_info(a->qp, &a->info), 0);
+    ASSERT_EQ(v_->mlx5_qp_info(b->qp, &b->info), 0);
   }
 
   /// Writes one signalled WQE of `ds` segments (the control segment is
@@ -155,20 +97,14 @@ class SoftMlx5 : public testing::Test {
     return out;
   }
 
-  std::string fabric_;
-  const VerbsOps* v_ = nullptr;
-  ibv_context* ctx_ = nullptr;
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
   Mlx5CqInfo cq_info_;
   uint32_t ci_ = 0;
-  std::vector<Qp> qps_;
-  std::vector<ibv_mr*> mrs_;
 };
 
 TEST_F(SoftMlx5, WqesInTheSendQueueRunAndCompleteAsCqes) {
-  Qp *a, *b;
-  connect_pair(&a, &b);
+  Qp qa, qb;
+  connect_dv_pair(&qa, &qb);
+  Qp* a = &qa;
   EXPECT_EQ(a->info.sq_stride, 64u);
   EXPECT_GE(a->info.sq_wqe_cnt, 16u);
   std::vector<uint8_t> src(256, 0x11), dst(256, 0), back(256, 0);
@@ -199,8 +135,9 @@ TEST_F(SoftMlx5, WqesInTheSendQueueRunAndCompleteAsCqes) {
 }
 
 TEST_F(SoftMlx5, SendLandsInAPostedReceiveWithAReceiveCqe) {
-  Qp *a, *b;
-  connect_pair(&a, &b);
+  Qp qa, qb;
+  connect_dv_pair(&qa, &qb);
+  Qp *a = &qa, *b = &qb;
   std::vector<uint8_t> msg(100, 0x77), rx(256, 0);
   ibv_mr* m = reg(msg, kRw);
   ibv_mr* r = reg(rx, kRw);
@@ -226,8 +163,9 @@ TEST_F(SoftMlx5, SendLandsInAPostedReceiveWithAReceiveCqe) {
 }
 
 TEST_F(SoftMlx5, BadRkeyGivesAnErrorCqeTouchesNothingAndFlushesTheRest) {
-  Qp *a, *b;
-  connect_pair(&a, &b);
+  Qp qa, qb;
+  connect_dv_pair(&qa, &qb);
+  Qp* a = &qa;
   std::vector<uint8_t> src(64, 0x22), dst(64, 0x33);
   ibv_mr* s = reg(src, kRw);
   ibv_mr* d = reg(dst, kRw);
@@ -249,8 +187,9 @@ TEST_F(SoftMlx5, BadRkeyGivesAnErrorCqeTouchesNothingAndFlushesTheRest) {
 }
 
 TEST_F(SoftMlx5, MalformedWqeGivesALocalQpOperationError) {
-  Qp *a, *b;
-  connect_pair(&a, &b);
+  Qp qa, qb;
+  connect_dv_pair(&qa, &qb);
+  Qp* a = &qa;
   std::vector<uint8_t> src(64, 0x22), dst(64, 0x33);
   ibv_mr* s = reg(src, kRw);
   ibv_mr* d = reg(dst, kRw);
@@ -265,8 +204,9 @@ TEST_F(SoftMlx5, MalformedWqeGivesALocalQpOperationError) {
 }
 
 TEST_F(SoftMlx5, FailedDeviceGivesTransportRetryExceeded) {
-  Qp *a, *b;
-  connect_pair(&a, &b);
+  Qp qa, qb;
+  connect_dv_pair(&qa, &qb);
+  Qp* a = &qa;
   std::vector<uint8_t> src(8, 1), dst(8, 2);
   ibv_mr* s = reg(src, kRw);
   ibv_mr* d = reg(dst, kRw);
