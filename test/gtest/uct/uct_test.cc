@@ -183,7 +183,12 @@ int child_main(const Resource& resource, size_t size, int to_parent, int from_pa
   }
   pollfd pfd{from_parent, POLLIN, 0};
   while (poll(&pfd, 1, 0) == 0) e->iface().progress();
-  for (int i = 0; i < 1000; ++i) e->iface().progress();  // deliver what is in flight
+  // Deliver what is in flight: the parent's active message may still be
+  // on its way (a NIC, or the soft provider's device thread for rc_mlx5,
+  // delivers it on its own time), so wait for it, within a bound.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (am_bytes == 0 && std::chrono::steady_clock::now() < deadline) e->iface().progress();
+  for (int i = 0; i < 1000; ++i) e->iface().progress();
   char done = 0;
   if (!read_all(from_parent, &done, 1)) return 12;
   // The parent wrote its pattern over the first half.
