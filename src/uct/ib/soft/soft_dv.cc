@@ -40,7 +40,10 @@ struct Engine {
   pid_t pid = 0;
   ~Engine() {
     stop = true;
-    if (thread && pid == getpid()) thread->join();
+    if (thread && pid == getpid()) {
+      thread->join();
+      delete thread;
+    }
   }
 };
 
