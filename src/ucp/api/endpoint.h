@@ -156,6 +156,15 @@ class Endpoint {
   std::vector<proto::LaneRuntime> runtime_;              ///< per lane; ops point into it
   bool closed_ = false;
   std::vector<LaneReconnect> reconnect_;  ///< per lane
+  /// Lanes that failed while holding data completed locally (short, bcopy,
+  /// eager AM) and not yet flushed: each may have lost it. A flush fails when
+  /// such a loss happened after the previous flush took the count
+  /// (loss_taken_), so the loss reaches the flushes pending then and the
+  /// first one made after it, never none: a lane reconnected since has
+  /// nothing outstanding that would tell.
+  uint64_t loss_epoch_ = 0;
+  uint64_t loss_taken_ = 0;
+  Status loss_status_ = Status::Ok;  ///< the failure behind the latest loss
 };
 
 }  // namespace mc::ucp

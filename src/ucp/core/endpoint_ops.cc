@@ -264,11 +264,14 @@ Result<std::shared_ptr<Request>> Endpoint::flush(const RequestParams& params) {
   }
   const uint64_t seq = worker_->next_seq_;
   Worker* w = worker_;
+  const uint64_t losses_before = loss_taken_;
+  loss_taken_ = loss_epoch_;
   auto op = std::make_unique<proto::FlushOp>(
       [w, this, seq] { return w->completed_before(this, seq); }, std::move(targets),
       [this](size_t lane) {
         return is_error(runtime_[lane].status) && !runtime_[lane].local_completions;
-      });
+      },
+      [this, losses_before] { return loss_epoch_ > losses_before ? loss_status_ : Status::Ok; });
   return worker_->submit(std::move(op), params, this);
 }
 

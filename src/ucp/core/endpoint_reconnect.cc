@@ -32,6 +32,13 @@ Result<std::unique_ptr<uct::Endpoint>> Endpoint::lane_connect(size_t lane) const
 
 void Endpoint::lane_failed(size_t lane, Status status, const std::string& why) {
   runtime_[lane].status = status;
+  if (runtime_[lane].local_completions) {
+    // What completed locally there may never arrive: flushes must say so
+    // (see loss_epoch_), whatever becomes of the lane.
+    ++loss_epoch_;
+    loss_status_ = status;
+    runtime_[lane].local_completions = false;
+  }
   LaneReconnect& rc = reconnect_[lane];
   rc = LaneReconnect{};
   rc.why = why;

@@ -7,10 +7,11 @@ namespace mc::ucp::proto {
 using ucs::Status;
 
 FlushOp::FlushOp(std::function<bool()> prior_done, std::vector<FlushTarget> targets,
-                 std::function<bool(size_t)> lane_failed)
+                 std::function<bool(size_t)> lane_failed, std::function<Status()> lost)
     : prior_done_(std::move(prior_done)),
       targets_(std::move(targets)),
-      lane_failed_(std::move(lane_failed)) {
+      lane_failed_(std::move(lane_failed)),
+      lost_(std::move(lost)) {
   slots_.resize(targets_.size());
 }
 
@@ -48,6 +49,7 @@ Status FlushOp::progress() {
       first_error_ = slot.status;
     }
   }
+  if (first_error_ == Status::Ok && lost_) first_error_ = lost_();
   return first_error_;
 }
 

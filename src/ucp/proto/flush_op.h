@@ -21,9 +21,13 @@ class FlushOp : public RequestOp {
   /// `prior_done` says when every earlier request has completed.
   /// `lane_failed(i)`, when given, says that target i's lane has failed
   /// since: its flush error is then ignored, as its slices went to other
-  /// lanes, whose completion `prior_done` already covers.
+  /// lanes, whose completion `prior_done` already covers. `lost`, when
+  /// given, is asked once the targets are flushed: an error when data that
+  /// had completed locally (short, bcopy, eager AM) was lost with a failed
+  /// lane, which no flush of the lanes left can tell.
   FlushOp(std::function<bool()> prior_done, std::vector<FlushTarget> targets,
-          std::function<bool(size_t)> lane_failed = {});
+          std::function<bool(size_t)> lane_failed = {},
+          std::function<ucs::Status()> lost = {});
 
   ucs::Status progress() override;
   void abort() override { aborted_ = true; }
@@ -42,6 +46,7 @@ class FlushOp : public RequestOp {
   std::function<bool()> prior_done_;
   std::vector<FlushTarget> targets_;
   std::function<bool(size_t)> lane_failed_;
+  std::function<ucs::Status()> lost_;
   std::deque<Slot> slots_;  ///< one per target; a deque keeps them in place
   size_t next_ = 0;         ///< the next target to start
   size_t in_flight_ = 0;

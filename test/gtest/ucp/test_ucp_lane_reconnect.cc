@@ -13,6 +13,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -338,6 +339,41 @@ TEST_F(UcpLaneReconnect, CutLaneCarriesBytesAgain) {
   const uint64_t carried = bytes_sent_on(dev_addr_) - before;
   EXPECT_GT(carried, kBuffer / 8) << "the reconnected lane carried " << carried << " bytes";
   EXPECT_EQ(printed().find("is down"), std::string::npos) << printed();
+}
+
+// A put that completed locally (short / bcopy: the transport took the
+// bytes) on a lane that is then cut may never have arrived; the lane comes
+// back (reconnected, nothing outstanding on its new connection), yet the
+// next flush must fail rather than vouch for the put. Once: the flush after
+// it succeeds, and the endpoint moves data.
+TEST_F(UcpLaneReconnect, LocallyCompletedPutOnACutLaneFailsTheFlushAfterReconnection) {
+  start("100ms");
+  connect(address_);
+  ASSERT_TRUE(ep_);
+  const size_t lane = ep_->lanes().rma_lanes.at(0);
+  const bool on_lo =
+      worker_->local_resources()[ep_->lanes().lanes[lane].local].dev_name == "lo";
+  in_addr addr = dev_addr_;
+  if (on_lo) inet_pton(AF_INET, "127.0.0.1", &addr);
+  ASSERT_EQ(kill(pid_, SIGSTOP), 0);  // no acknowledgement from here on
+  std::vector<uint8_t> src(100, 0x5a);
+  auto put = ep_->put_nbx(src.data(), src.size(), base_, *rkey_);
+  ASSERT_TRUE(put.ok());
+  ASSERT_EQ((*put)->wait(), Status::Ok);
+  ASSERT_TRUE(ep_->lane_runtime()[lane].local_completions) << "the put did not complete locally";
+  EXPECT_GT(mc::test::cut_sockets_on(addr), 0);
+  EXPECT_TRUE(progress_until([&] { return is_error(ep_->lane_runtime()[lane].status); }, 10))
+      << "the cut lane did not fail";
+  ASSERT_EQ(kill(pid_, SIGCONT), 0);
+  EXPECT_TRUE(progress_until([&] { return ep_->lane_runtime()[lane].status == Status::Ok; }, 10))
+      << "the lane was not reconnected: " << printed();
+  auto flush = ep_->flush();
+  ASSERT_TRUE(flush.ok());
+  EXPECT_NE((*flush)->wait(), Status::Ok) << "the flush vouched for a put its lane may have lost";
+  auto again = ep_->flush();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->wait(), Status::Ok) << "the loss is reported once";
+  EXPECT_TRUE(round_trip(1 << 20, 7));
 }
 
 // MC_LANE_RECONNECT_INTERVAL=off: a cut lane stays down.
