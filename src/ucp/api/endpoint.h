@@ -101,6 +101,12 @@ class Endpoint {
   Result<std::shared_ptr<Request>> rma(proto::Op op, void* buffer, size_t length,
                                        uint64_t remote_addr, const Rkey& rkey,
                                        const RequestParams& params);
+  /// A put that one UCT call on its first lane completes at once (short or
+  /// bcopy, one slice, no device preference): its completed request, or
+  /// null when it was not done (the general path then takes it).
+  std::shared_ptr<Request> put_at_once(const proto::ProtoRange& range, const void* buffer,
+                                       size_t length, uint64_t remote_addr, const Rkey& rkey,
+                                       const RequestParams& params);
   /// The lanes of an operation: the first `carrying` take its slices, the
   /// others stand by for a slice whose lane fails; `rank` per lane (empty:
   /// all equal).

@@ -77,7 +77,13 @@ class RequestOp;
 /// worker (Worker's thread modes): in multi mode any thread may test, wait,
 /// cancel or read the status.
 class Request {
+  struct Key {};  ///< only the worker makes requests
+
  public:
+  /// For the worker's allocation (one block with the shared count); `op`
+  /// null: a request completed by the call that started it.
+  Request(Key, Worker* worker, Endpoint* ep, uint64_t seq, Callback callback, uint64_t deadline_ns,
+          std::unique_ptr<proto::RequestOp> op);
   ~Request();
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
@@ -101,8 +107,6 @@ class Request {
   friend class Worker;
   friend class Endpoint;
 
-  Request(Worker* worker, Endpoint* ep, uint64_t seq, Callback callback, uint64_t deadline_ns,
-          std::unique_ptr<proto::RequestOp> op);
   /// Moves the operation forward and enforces the deadline (worker progress).
   void advance(uint64_t now_ns);
   void complete(Status status);
@@ -114,7 +118,7 @@ class Request {
   uint64_t seq_;  ///< order among the endpoint's requests (flush)
   Callback callback_;
   uint64_t deadline_ns_;
-  std::unique_ptr<proto::RequestOp> op_;
+  std::unique_ptr<proto::RequestOp> op_;            ///< null once completed at its start
   std::atomic<Status> status_{Status::InProgress};  ///< read by any thread in multi mode
 };
 

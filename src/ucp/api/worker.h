@@ -151,6 +151,9 @@ class Worker {
   void deliver(uint16_t id, const void* data, size_t length);
   void on_uct_error(uct::Endpoint* ep, Status status);
   void detach(Endpoint* ep);
+  /// A request of `ep` whose operation completed in the call that started
+  /// it (the single-slice fast path): Ok, its callback already run.
+  std::shared_ptr<Request> completed_request(Endpoint* ep, const RequestParams& params);
   std::shared_ptr<const proto::EpProtocols> protocols_for(const wireup::LaneSelection& sel);
   // Rendezvous (core/worker_rndv.cc).
   void on_am_rts(const void* data, size_t length);

@@ -111,7 +111,7 @@ Endpoint::~Endpoint() {
   // Nothing the destroyed UCT endpoints had in flight will complete now.
   for (const std::shared_ptr<Request>& r : worker_->active_) {
     if (r->ep_ != this) continue;
-    r->op_->orphan();
+    if (r->op_) r->op_->orphan();
     r->ep_ = nullptr;
   }
   worker_->detach(this);

@@ -2,6 +2,7 @@
 // Endpoint operations: put, get, active messages, flush, close. Each looks up
 // its protocol, plans its slices and hands a RequestOp to the worker.
 #include <algorithm>
+#include <cstring>
 
 #include "ucp/api/endpoint.h"
 #include "ucp/api/worker.h"
@@ -16,21 +17,26 @@ namespace {
 
 using proto::ProtoKind;
 
+// The largest slice of a copy (bcopy) or zero-copy kind one lane takes,
+// falling back to the other mode; 0: neither.
+size_t lane_limit(proto::Op op, ProtoKind kind, const proto::LaneRuntime& lane) {
+  const bool put = op == proto::Op::Put;
+  const uct::IfaceAttr& a = lane.attr;
+  const uct::OpLimits& lim = put ? a.put : a.get;
+  const bool bcopy = a.cap & (put ? uct::kCapPutBcopy : uct::kCapGetBcopy);
+  const bool zcopy = a.cap & (put ? uct::kCapPutZcopy : uct::kCapGetZcopy);
+  if (kind == ProtoKind::Bcopy) return bcopy ? lim.max_bcopy : (zcopy ? lim.max_zcopy : 0);
+  return zcopy ? lim.max_zcopy : (bcopy ? lim.max_bcopy : 0);
+}
+
 // Fragment size of a single-lane kind: the smallest limit among the lanes
 // that may carry the op (a re-issued fragment must fit where it goes).
 size_t rma_fragment(proto::Op op, ProtoKind kind, const std::vector<proto::LaneRuntime>& rt,
                     const std::vector<size_t>& lanes, size_t length) {
   if (kind == ProtoKind::Short) return std::max<size_t>(length, 1);
-  const bool put = op == proto::Op::Put;
   size_t frag = SIZE_MAX;
   for (size_t lane : lanes) {
-    const uct::IfaceAttr& a = rt[lane].attr;
-    const uct::OpLimits& lim = put ? a.put : a.get;
-    const bool bcopy = a.cap & (put ? uct::kCapPutBcopy : uct::kCapGetBcopy);
-    const bool zcopy = a.cap & (put ? uct::kCapPutZcopy : uct::kCapGetZcopy);
-    size_t limit = 0;
-    if (kind == ProtoKind::Bcopy) limit = bcopy ? lim.max_bcopy : (zcopy ? lim.max_zcopy : 0);
-    if (kind != ProtoKind::Bcopy) limit = zcopy ? lim.max_zcopy : (bcopy ? lim.max_bcopy : 0);
+    const size_t limit = lane_limit(op, kind, rt[lane]);
     if (limit > 0) frag = std::min(frag, limit);
   }
   return frag == SIZE_MAX ? std::max<size_t>(length, 1) : frag;
@@ -144,6 +150,10 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
   const proto::ProtoRange* range =
       protocols_->table(op, registered, params.mem_type).lookup(length);
   if (!range) return no_protocol(op, params.mem_type);
+  if (op == proto::Op::Put && (!params.rails || params.rails->empty())) {
+    std::shared_ptr<Request> r = put_at_once(*range, buffer, length, remote_addr, rkey, params);
+    if (r) return r;
+  }
   const ContextConfig& cfg = worker_->context().config();
   proto::RmaParams p;
   p.op = op;
@@ -171,6 +181,59 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
         proto::cut_slices(length, rma_fragment(op, p.kind, runtime_, p.lanes, length), SIZE_MAX);
   }
   return worker_->submit(std::make_unique<proto::RmaOp>(&runtime_, std::move(p)), params, this);
+}
+
+// What RmaOp::issue_on does with a single short or bcopy slice on the
+// first lane, without an op, an executor or a slice plan. Anything else
+// (NoResource, an error, a lane down, a size the lanes would cut) is left
+// to the general path, which posts, retries and moves slices as always:
+// nothing was done here then.
+std::shared_ptr<Request> Endpoint::put_at_once(const proto::ProtoRange& range, const void* buffer,
+                                               size_t length, uint64_t remote_addr,
+                                               const Rkey& rkey, const RequestParams& params) {
+  if ((range.kind != ProtoKind::Short && range.kind != ProtoKind::Bcopy) || range.lanes.empty() ||
+      length == 0) {
+    return nullptr;
+  }
+  const size_t lane = range.lanes[0];
+  const proto::LaneRuntime& lr = runtime_[lane];
+  const uct::Rkey* urkey = rkey.for_lane(lane);
+  if (is_error(lr.status) || !urkey) return nullptr;
+  const uct::OpLimits& lim = lr.attr.put;
+  const uint64_t cap = lr.attr.cap;
+  Status s = Status::Unsupported;
+  if (range.kind == ProtoKind::Short && (cap & uct::kCapPutShort) && length <= lim.max_short) {
+    s = lr.ep->put_short(buffer, length, remote_addr, *urkey);
+  } else if (cap & uct::kCapPutBcopy) {
+    // The general path cuts bcopy at the smallest limit of the lanes that
+    // may carry it: one slice only when the message fits every one.
+    if (range.kind == ProtoKind::Bcopy) {
+      const auto fits = [this, length](const std::vector<size_t>& lanes) {
+        for (size_t l : lanes) {
+          const size_t limit = lane_limit(proto::Op::Put, ProtoKind::Bcopy, runtime_[l]);
+          if (limit > 0 && length > limit) return false;
+        }
+        return true;
+      };
+      if (!fits(range.lanes) || !fits(selection_.rma_bw_lanes)) return nullptr;
+    }
+    if (length > lim.max_bcopy) return nullptr;
+    struct Arg {
+      const void* src;
+      size_t length;
+    } arg{buffer, length};
+    const auto pack = [](void* dest, void* a) -> size_t {
+      const Arg* p = static_cast<const Arg*>(a);
+      std::memcpy(dest, p->src, p->length);
+      return p->length;
+    };
+    Result<size_t> r = lr.ep->put_bcopy(pack, &arg, remote_addr, *urkey);
+    s = !r.ok() ? r.status() : (*r == length ? Status::Ok : Status::IoError);
+  }
+  if (s != Status::Ok) return nullptr;
+  lr.local_completions = true;
+  lr.rma_bytes += length;
+  return worker_->completed_request(this, params);
 }
 
 Result<std::shared_ptr<Request>> Endpoint::put_nbx(const void* buffer, size_t length,

@@ -8,7 +8,7 @@
 
 namespace mc::ucp {
 
-Request::Request(Worker* worker, Endpoint* ep, uint64_t seq, Callback callback,
+Request::Request(Key, Worker* worker, Endpoint* ep, uint64_t seq, Callback callback,
                  uint64_t deadline_ns, std::unique_ptr<proto::RequestOp> op)
     : worker_(worker),
       ep_(ep),
@@ -57,7 +57,7 @@ void Request::complete(Status status) {
 }
 
 bool Request::retired() const {
-  return completed() && op_->in_flight() == 0;
+  return completed() && (!op_ || op_->in_flight() == 0);
 }
 
 }  // namespace mc::ucp

@@ -10,6 +10,7 @@
 
 #include "ucp/api/endpoint.h"
 #include "ucp/core/am_reassembly.h"
+#include "ucp/core/request_alloc.h"
 #include "ucp/core/rndv.h"
 #include "ucp/proto/am_wire.h"
 #include "ucp/proto/flush_op.h"
@@ -59,7 +60,7 @@ Worker::~Worker() {
   }
   for (const std::shared_ptr<Request>& r : active_) {
     r->cancel();
-    r->op_->orphan();
+    if (r->op_) r->op_->orphan();
   }
   active_.clear();
   rndv_recvs_.clear();
@@ -155,8 +156,9 @@ unsigned Worker::progress() {
   }
   const uint64_t now = ucs::monotonic_ns();
   // By index: a callback may start requests (appended) or cancel others.
+  // A raw pointer is enough: nothing leaves active_ before the erase below.
   for (size_t i = 0; i < active_.size(); ++i) {
-    std::shared_ptr<Request> r = active_[i];
+    Request* r = active_[i].get();
     const bool was_done = r->completed();
     r->advance(now);
     if (!was_done && r->completed()) ++events;
@@ -179,16 +181,31 @@ std::shared_ptr<Request> Worker::submit(std::unique_ptr<proto::RequestOp> op,
       static_cast<uint64_t>(timeout.count()) < UINT64_MAX - now) {
     deadline = now + static_cast<uint64_t>(timeout.count());
   }
-  std::shared_ptr<Request> r(
-      new Request(this, ep, next_seq_++, params.callback, deadline, std::move(op)));
+  std::shared_ptr<Request> r =
+      std::allocate_shared<Request>(RequestAllocator<Request>(), Request::Key{}, this, ep,
+                                    next_seq_++, params.callback, deadline, std::move(op));
   active_.push_back(r);
   r->advance(now);
   return r;
 }
 
+std::shared_ptr<Request> Worker::completed_request(Endpoint* ep, const RequestParams& params) {
+  // Its sequence number still orders it among the endpoint's requests; it
+  // never joins active_, as nothing of it is left to progress or flush.
+  std::shared_ptr<Request> r =
+      std::allocate_shared<Request>(RequestAllocator<Request>(), Request::Key{}, this, ep,
+                                    next_seq_++, Callback(), UINT64_MAX, nullptr);
+  r->status_.store(Status::Ok, std::memory_order_relaxed);
+  if (params.callback) params.callback(Status::Ok);
+  return r;
+}
+
 bool Worker::completed_before(const Endpoint* ep, uint64_t seq) const {
+  // active_ is in submission order, which is sequence order: the requests
+  // from `seq` on need no look.
   for (const std::shared_ptr<Request>& r : active_) {
-    if ((!ep || r->ep_ == ep) && r->seq_ < seq && !r->completed()) return false;
+    if (r->seq_ >= seq) break;
+    if ((!ep || r->ep_ == ep) && !r->completed()) return false;
   }
   return true;
 }

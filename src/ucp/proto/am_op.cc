@@ -32,7 +32,7 @@ AmOp::AmOp(const std::vector<LaneRuntime>* ep_lanes, AmParams params)
     : ep_lanes_(ep_lanes),
       params_(std::move(params)),
       regs_(ep_lanes, const_cast<void*>(params_.buffer), params_.length, params_.memh),
-      executor_(params_.slices, params_.exec, this) {}
+      executor_(params_.slices, std::move(params_.exec), this) {}
 
 Status AmOp::lane_status(size_t lane) const {
   return (*ep_lanes_)[params_.lanes[lane]].status;

@@ -13,7 +13,7 @@ RmaOp::RmaOp(const std::vector<LaneRuntime>* ep_lanes, RmaParams params)
     : ep_lanes_(ep_lanes),
       params_(std::move(params)),
       regs_(ep_lanes, params_.buffer, params_.length, params_.memh),
-      executor_(params_.slices, params_.exec, this) {}
+      executor_(std::move(params_.slices), std::move(params_.exec), this) {}
 
 Status RmaOp::lane_status(size_t lane) const {
   const size_t ep_lane = params_.lanes[lane];

@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "ucp/proto/slicing.h"
@@ -41,7 +40,7 @@ struct ExecutorParams {
 /// Slices' completions point into this object: it must outlive in_flight().
 class SliceExecutor {
  public:
-  SliceExecutor(std::vector<Slice> slices, const ExecutorParams& params, SliceIssuer* issuer);
+  SliceExecutor(std::vector<Slice> slices, ExecutorParams params, SliceIssuer* issuer);
   SliceExecutor(const SliceExecutor&) = delete;
   SliceExecutor& operator=(const SliceExecutor&) = delete;
 
@@ -58,12 +57,22 @@ class SliceExecutor {
   std::vector<Slice> slices() const;
 
  private:
+  static constexpr size_t kNone = SIZE_MAX;
   struct State {
     Slice slice;
     uint64_t tries = 0;
     uct::Completion comp;
     SliceExecutor* owner = nullptr;
     size_t index = 0;
+    size_t next = kNone;  ///< the slice after it in its lane's queue
+  };
+  /// A lane's queue is a list through State::next (no allocation per lane).
+  struct Lane {
+    size_t head = kNone;
+    size_t tail = kNone;
+    size_t queued = 0;
+    size_t in_flight = 0;
+    bool failed = false;
   };
 
   static void on_completion(uct::Completion* comp);
@@ -71,13 +80,14 @@ class SliceExecutor {
   void fail_slice(size_t index, ucs::Status status);
   void fail_lane(size_t lane, ucs::Status status);
   bool requeue(size_t index);
+  void push_back(size_t lane, size_t index);
+  void push_front(size_t lane, size_t index);
+  size_t pop_front(size_t lane);
 
   std::vector<State> states_;  ///< never resized: completions point into it
   ExecutorParams params_;
   SliceIssuer* issuer_;
-  std::vector<std::deque<size_t>> queues_;  ///< slices waiting, per lane
-  std::vector<size_t> lane_in_flight_;
-  std::vector<bool> lane_failed_;
+  std::vector<Lane> lanes_;  ///< slices waiting, per lane
   size_t done_ = 0;
   size_t in_flight_ = 0;
   size_t retries_ = 0;
