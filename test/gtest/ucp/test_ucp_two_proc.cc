@@ -15,6 +15,7 @@
 
 #include "ucp/api/ucp.h"
 #include "uct/base/component_loader.h"
+#include "uct/uct_test.h"
 
 namespace mc::ucp::test {
 namespace {
@@ -152,6 +153,14 @@ class UcpTwoProc : public testing::TestWithParam<std::string> {
       if (!uct::find_component(tl)) GTEST_SKIP() << tl << " transport is not available";
     }
     env_ = {{"MC_TLS", tls}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
+    if (tls.starts_with("rc_")) {
+      // The soft verbs provider's fabric of this run (or real hardware).
+      uct::test::use_soft_verbs_unless_told();
+      env_.erase("MC_NET_DEVICES");  // the RDMA devices, not lo
+      for (const char* name : {"MC_IB_PROVIDER", "MC_IB_SOFT_FABRIC"}) {
+        if (const char* v = std::getenv(name)) env_[name] = v;
+      }
+    }
     if (param.ends_with("+bcopy")) {
       env_["MC_BCOPY_THRESH"] = "0";
       env_["MC_ZCOPY_THRESH"] = "inf";
@@ -324,7 +333,8 @@ TEST_P(UcpTwoProc, DeadPeerGivesAnErrorNotAHang) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ucp, UcpTwoProc,
-                         testing::Values("tcp", "sm", "tcp+bcopy", "sm,tcp", "tcp+rndv", "sm+rndv"),
+                         testing::Values("tcp", "sm", "tcp+bcopy", "sm,tcp", "tcp+rndv", "sm+rndv",
+                                         "rc_verbs", "rc_mlx5"),
                          [](const testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), ',', '_');
