@@ -12,12 +12,15 @@
 
 namespace mc::uct::ib {
 
-/// A queue pair's send queue as an mlx5 device reads it (mlx5dv_qp's fields).
+/// A queue pair's send and receive queues as an mlx5 device reads them (mlx5dv_qp's fields).
 struct Mlx5QpInfo {
   uint8_t* sq_buf = nullptr;           ///< sq_wqe_cnt x sq_stride bytes
   uint32_t sq_wqe_cnt = 0;             ///< basic blocks; a power of two
   uint32_t sq_stride = 0;              ///< 64
   volatile uint32_t* dbrec = nullptr;  ///< [0] receive, [1] send counter (be32)
+  uint8_t* rq_buf = nullptr;           ///< rq_wqe_cnt x rq_stride bytes of receive WQEs
+  uint32_t rq_wqe_cnt = 0;             ///< a power of two
+  uint32_t rq_stride = 0;              ///< bytes per receive WQE; a power of two >= 16
   uint8_t* bf_reg = nullptr;           ///< doorbell / BlueFlame register
   uint32_t bf_size = 0;                ///< BlueFlame buffer size; 0: doorbell only
 };

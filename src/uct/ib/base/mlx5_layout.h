@@ -92,6 +92,35 @@ inline void write_data(uint8_t* seg, uint32_t length, uint32_t lkey, uint64_t ad
   put_be64(seg + 8, addr);
 }
 
+/// What a device reads of a data segment.
+struct DataSeg {
+  uint32_t length;
+  uint32_t lkey;
+  uint64_t addr;
+};
+inline DataSeg read_data(const uint8_t* seg) {
+  return DataSeg{get_be32(seg), get_be32(seg + 4), get_be64(seg + 8)};
+}
+
+/// lkey of the data segment that ends a receive WQE with fewer segments
+/// than its stride holds (PRM: MLX5_INVALID_LKEY).
+inline constexpr uint32_t kInvalidLkey = 0x100;
+
+/// Receive WQE of an RC receive queue (no control segment): `stride` bytes
+/// (a power of two, >= 16) of data segments, one per SGE; when fewer than
+/// stride / 16, the next segment is byte count 0, lkey kInvalidLkey,
+/// address 0. Returns false, writing nothing, when the SGEs do not fit.
+inline bool write_recv_wqe(uint8_t* wqe, size_t stride, const ibv_sge* sge, int num_sge) {
+  if (num_sge < 0 || size_t(num_sge) * kSegSize > stride) return false;
+  for (int i = 0; i < num_sge; ++i) {
+    write_data(wqe + size_t(i) * kSegSize, sge[i].length, sge[i].lkey, sge[i].addr);
+  }
+  if (size_t(num_sge) * kSegSize < stride) {
+    write_data(wqe + size_t(num_sge) * kSegSize, 0, kInvalidLkey, 0);
+  }
+  return true;
+}
+
 /// Inline data segment header: be32 (0x80000000 | byte count), data follows.
 inline void write_inline_header(uint8_t* seg, uint32_t length) {
   put_be32(seg, 0x80000000u | length);

@@ -86,7 +86,7 @@ bool Mlx5Iface::decode(const uint8_t* cqe, ibv_wc* wc) {
       wc->status = c.opcode == kCqeRespErr ? syndrome_status(c.syndrome) : IBV_WC_SUCCESS;
       wc->opcode = IBV_WC_RECV;
       wc->byte_len = c.byte_count;
-      if (wq && !wq->recv_pop(&wc->wr_id)) {
+      if (wq && !wq->recv_pop(c.wqe_counter, &wc->wr_id)) {
         MC_LOG(warn) << "rc_mlx5: a receive CQE for QP " << c.qpn << " with no receive posted";
         return false;
       }

@@ -40,13 +40,17 @@ ucs::Result<std::unique_ptr<Mlx5Wq>> Mlx5Wq::create(const VerbsOps& ops, ibv_qp*
   }
   if (info.sq_stride != kBb || info.sq_wqe_cnt == 0 ||
       (info.sq_wqe_cnt & (info.sq_wqe_cnt - 1)) != 0 || info.sq_wqe_cnt < max_wr * max_bbs ||
-      !info.dbrec || !info.bf_reg) {
+      !info.dbrec || !info.bf_reg || !info.rq_buf || info.rq_wqe_cnt == 0 ||
+      (info.rq_wqe_cnt & (info.rq_wqe_cnt - 1)) != 0 || info.rq_stride < kSegSize ||
+      (info.rq_stride & (info.rq_stride - 1)) != 0) {
     MC_LOG(error) << "rc_mlx5: QP " << qp->qp_num << " has a send queue of " << info.sq_wqe_cnt
                   << " blocks of " << info.sq_stride << " bytes; " << max_wr << " WQEs of "
-                  << max_bbs << " blocks (MC_MAX_WR, MC_MAX_SGE, MC_MAX_INLINE) do not fit";
+                  << max_bbs << " blocks (MC_MAX_WR, MC_MAX_SGE, MC_MAX_INLINE) do not fit, or a"
+                  << " receive queue of " << info.rq_wqe_cnt << " WQEs of " << info.rq_stride
+                  << " bytes";
     return ucs::Status::Unsupported;
   }
-  return std::unique_ptr<Mlx5Wq>(new Mlx5Wq(ops, qp, info, max_bbs));
+  return std::unique_ptr<Mlx5Wq>(new Mlx5Wq(qp, info, max_bbs));
 }
 
 int Mlx5Wq::post_send(ibv_send_wr& wr) {
@@ -113,16 +117,28 @@ void Mlx5Wq::ring_doorbell(const uint8_t* ctrl) {
 }
 
 int Mlx5Wq::post_recv(ibv_recv_wr& wr) {
-  ibv_recv_wr* bad = nullptr;
-  const int rc = ops_.post_recv(qp_, &wr, &bad);
-  if (rc == 0) rx_.push_back(wr.wr_id);
-  return rc;
+  if (static_cast<uint16_t>(rq_pi_ - rq_ci_) >= info_.rq_wqe_cnt) return ENOMEM;
+  const size_t index = rq_pi_ & (info_.rq_wqe_cnt - 1);
+  if (!write_recv_wqe(info_.rq_buf + index * info_.rq_stride, info_.rq_stride, wr.sg_list,
+                      wr.num_sge)) {
+    return EINVAL;
+  }
+  rx_wr_ids_[index] = wr.wr_id;
+  rq_pi_ = static_cast<uint16_t>(rq_pi_ + 1);
+  // The WQE is in memory before the receive doorbell record counts it.
+  std::atomic_thread_fence(std::memory_order_release);
+  __atomic_store_n(&info_.dbrec[0], htobe32(rq_pi_), __ATOMIC_RELEASE);
+  return 0;
 }
 
-bool Mlx5Wq::recv_pop(uint64_t* wr_id) {
-  if (rx_.empty()) return false;
-  *wr_id = rx_.front();
-  rx_.pop_front();
+bool Mlx5Wq::recv_pop(uint16_t wqe_counter, uint64_t* wr_id) {
+  if (rq_ci_ == rq_pi_) return false;
+  if (wqe_counter != rq_ci_) {
+    MC_LOG(warn) << "rc_mlx5: QP " << qp_->qp_num << " completed receive WQE " << wqe_counter
+                 << ", expected " << rq_ci_;
+  }
+  *wr_id = rx_wr_ids_[wqe_counter & (info_.rq_wqe_cnt - 1)];
+  rq_ci_ = static_cast<uint16_t>(rq_ci_ + 1);
   return true;
 }
 

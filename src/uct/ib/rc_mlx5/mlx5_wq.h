@@ -2,10 +2,10 @@
 // An rc_mlx5 queue pair's work queue: send WQEs written straight into the
 // send queue buffer the device reads (control, remote address, data or
 // inline segments), announced by the doorbell record and the doorbell
-// (BlueFlame) register; receives through the provider, completing in order.
+// (BlueFlame) register; receive WQEs (data segments) written straight into
+// the receive queue buffer, announced by the receive doorbell record.
 #pragma once
 
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -30,23 +30,29 @@ class Mlx5Wq : public rc::RcWq {
   uint64_t send_wr_id(uint16_t wqe_counter) const {
     return wr_ids_[wqe_counter & (info_.sq_wqe_cnt - 1)];
   }
-  /// The wr_id of the oldest receive not completed (an RC receive queue
-  /// completes in order); false when none is posted.
-  bool recv_pop(uint64_t* wr_id);
+  /// The wr_id of the receive WQE a receive CQE's wqe counter names, which
+  /// frees its slot (an RC receive queue completes in order); false when
+  /// none is posted.
+  bool recv_pop(uint16_t wqe_counter, uint64_t* wr_id);
 
  private:
-  Mlx5Wq(const VerbsOps& ops, ibv_qp* qp, const Mlx5QpInfo& info, uint32_t max_bbs)
-      : ops_(ops), qp_(qp), info_(info), max_bbs_(max_bbs), wr_ids_(info.sq_wqe_cnt, 0) {}
+  Mlx5Wq(ibv_qp* qp, const Mlx5QpInfo& info, uint32_t max_bbs)
+      : qp_(qp),
+        info_(info),
+        max_bbs_(max_bbs),
+        wr_ids_(info.sq_wqe_cnt, 0),
+        rx_wr_ids_(info.rq_wqe_cnt, 0) {}
   void ring_doorbell(const uint8_t* ctrl);
 
-  const VerbsOps& ops_;
   ibv_qp* qp_;
   Mlx5QpInfo info_;
   uint32_t max_bbs_;
-  uint16_t pi_ = 0;               // producer index in basic blocks
-  uint32_t bf_offset_ = 0;        // alternates between the two BlueFlame buffers
-  std::vector<uint64_t> wr_ids_;  // by basic block of the WQE's start
-  std::deque<uint64_t> rx_;
+  uint16_t pi_ = 0;                  // producer index in basic blocks
+  uint32_t bf_offset_ = 0;           // alternates between the two BlueFlame buffers
+  std::vector<uint64_t> wr_ids_;     // by basic block of the WQE's start
+  uint16_t rq_pi_ = 0;               // receive WQEs posted
+  uint16_t rq_ci_ = 0;               // receive WQEs completed
+  std::vector<uint64_t> rx_wr_ids_;  // by receive WQE index
 };
 
 }  // namespace mc::uct::ib::mlx5

@@ -149,6 +149,49 @@ bool fetch(Fabric* f, SoftQp* q) {
   return any;
 }
 
+uint8_t* rq_bytes(SoftQp* q) {
+  return reinterpret_cast<uint8_t*>(q->dv_rq.data());
+}
+
+// Reads the receive WQE at `index` into `wr`: data segments up to the one
+// with kInvalidLkey or the end of the stride. A segment with the inline bit
+// or a byte count of 0 (2 GiB to a NIC: never what a receive means) makes it
+// malformed; its message then completes with a local length error.
+RecvWr read_recv_wqe(SoftQp* q, uint16_t index) {
+  const uint8_t* wqe = rq_bytes(q) + size_t{index & (q->dv_rq_cnt - 1u)} * q->dv_rq_stride;
+  RecvWr wr{index, {}, false};
+  for (uint32_t off = 0; off + mlx5::kSegSize <= q->dv_rq_stride; off += mlx5::kSegSize) {
+    const mlx5::DataSeg d = mlx5::read_data(wqe + off);
+    if (d.lkey == mlx5::kInvalidLkey) break;
+    if (d.length == 0 || (d.length & 0x80000000u) || wr.sge.size() >= kMaxSge) {
+      wr.malformed = true;
+      wr.sge.clear();
+      break;
+    }
+    wr.sge.push_back(ibv_sge{d.addr, d.length, d.lkey});
+  }
+  return wr;
+}
+
+// Fetches the receive WQEs announced by the receive doorbell record. More
+// than the queue holds is a producer overrun: those are taken as malformed.
+bool fetch_rq(SoftQp* q) {
+  const uint16_t pi =
+      static_cast<uint16_t>(be32toh(__atomic_load_n(&q->dv_dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
+  bool any = false;
+  while (q->dv_rq_ci != pi) {
+    any = true;
+    RecvWr wr = read_recv_wqe(q, q->dv_rq_ci);
+    if (q->rq.size() >= q->dv_rq_cnt) {
+      wr.malformed = true;
+      wr.sge.clear();
+    }
+    q->rq.push_back(std::move(wr));
+    q->dv_rq_ci = static_cast<uint16_t>(q->dv_rq_ci + 1);
+  }
+  return any;
+}
+
 // An mlx5-mode CQ raises its event once a CQE lies past the consumer index
 // its arm doorbell named.
 void check_arm(SoftCq* c) {
@@ -172,7 +215,7 @@ bool step() {
     if (q->owner != self) continue;
     auto* scq = reinterpret_cast<SoftCq*>(q->qp.send_cq);
     auto* rcq = reinterpret_cast<SoftCq*>(q->qp.recv_cq);
-    if (q->dv) any |= fetch(p.fabric, q);
+    if (q->dv) any |= fetch(p.fabric, q) | fetch_rq(q);
     if (q->dv || scq->channel) any |= run_sq(p.fabric, q);
     if (rcq->dv || rcq->channel) any |= run_rq(p.fabric, q);
     check_arm(scq);
@@ -238,12 +281,19 @@ int soft_mlx5_qp_info(ibv_qp* qp, Mlx5QpInfo* out) {
     q->dv_wqe_cnt = pow2_at_least(uint64_t{q->cap.max_send_wr} * q->dv_max_bbs);
     q->dv_sq.assign(q->dv_wqe_cnt * kBb / 8, 0);
     q->dv_bf.assign(2 * kBfSize / 8, 0);
+    if (!q->rq.empty()) return EBUSY;  // receives already posted the verbs way
+    q->dv_rq_stride = pow2_at_least(std::max<uint64_t>(1, q->cap.max_recv_sge) * mlx5::kSegSize);
+    q->dv_rq_cnt = pow2_at_least(std::max<uint32_t>(1, q->cap.max_recv_wr));
+    q->dv_rq.assign(uint64_t{q->dv_rq_cnt} * q->dv_rq_stride / 8, 0);
     q->dv = true;
   }
   out->sq_buf = sq_bytes(q);
   out->sq_wqe_cnt = q->dv_wqe_cnt;
   out->sq_stride = kBb;
   out->dbrec = q->dv_dbrec;
+  out->rq_buf = rq_bytes(q);
+  out->rq_wqe_cnt = q->dv_rq_cnt;
+  out->rq_stride = q->dv_rq_stride;
   out->bf_reg = reinterpret_cast<uint8_t*>(q->dv_bf.data());
   out->bf_size = kBfSize;
   start_engine();
@@ -273,6 +323,26 @@ int soft_mlx5_cq_info(ibv_cq* cq, Mlx5CqInfo* out) {
   // Never 0, so that an arm doorbell is never all zeros.
   out->cqn = (static_cast<uint32_t>(reinterpret_cast<uintptr_t>(c) >> 6) & 0x7fffff) | 0x800000;
   start_engine();
+  return 0;
+}
+
+int dv_post_recv(SoftQp* q, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  uint16_t pi =
+      static_cast<uint16_t>(be32toh(__atomic_load_n(&q->dv_dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
+  for (; wr; wr = wr->next) {
+    // A slot is free again once its receive completed.
+    if (static_cast<uint16_t>(pi - q->rq_done) >= q->dv_rq_cnt) {
+      *bad = wr;
+      return ENOMEM;
+    }
+    uint8_t* wqe = rq_bytes(q) + size_t{pi & (q->dv_rq_cnt - 1u)} * q->dv_rq_stride;
+    if (!mlx5::write_recv_wqe(wqe, q->dv_rq_stride, wr->sg_list, wr->num_sge)) {
+      *bad = wr;
+      return EINVAL;
+    }
+    pi = static_cast<uint16_t>(pi + 1);
+    __atomic_store_n(&q->dv_dbrec[0], htobe32(pi), __ATOMIC_RELEASE);
+  }
   return 0;
 }
 

@@ -180,7 +180,9 @@ bool run_rq(Fabric* f, SoftQp* q) {
     } else {
       RingSlot& m = self->ring[self->head % kRingSlots];
       uint64_t room = 0;
-      if (!check_local(f, rwr.sge, true, &room)) {
+      if (rwr.malformed) {
+        wc.status = IBV_WC_LOC_LEN_ERR;
+      } else if (!check_local(f, rwr.sge, true, &room)) {
         wc.status = IBV_WC_LOC_PROT_ERR;
       } else if (room < m.length) {
         wc.status = IBV_WC_LOC_LEN_ERR;
@@ -197,8 +199,9 @@ bool run_rq(Fabric* f, SoftQp* q) {
       ++self->head;
       if (wc.status != IBV_WC_SUCCESS) self->state = IBV_QPS_ERR;
     }
-    // mlx5 reports the receive queue's WQE counter, not the wr_id.
-    if (cq->dv) wc.wr_id = q->rq_done;
+    // mlx5 reports the receive queue's WQE counter, not the wr_id (a
+    // receive fetched from the RQ buffer carries its counter as wr_id).
+    if (cq->dv && !q->dv) wc.wr_id = q->rq_done;
     ++q->rq_done;
     push_wc(cq, wc);
     q->rq.pop_front();
@@ -286,6 +289,7 @@ int soft_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     *bad = wr;
     return EINVAL;
   }
+  if (q->dv) return dv_post_recv(q, wr, bad);
   for (; wr; wr = wr->next) {
     if (q->rq.size() >= q->cap.max_recv_wr || wr->num_sge < 0 ||
         static_cast<uint32_t>(wr->num_sge) > q->cap.max_recv_sge) {

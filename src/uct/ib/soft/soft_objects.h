@@ -73,6 +73,9 @@ struct SendWr {
 struct RecvWr {
   uint64_t wr_id;
   std::vector<ibv_sge> sge;
+  /// A receive WQE a NIC cannot use (mlx5 mode): the message it would take
+  /// completes with a local length error and lands nowhere.
+  bool malformed = false;
 };
 
 struct SoftQp {
@@ -93,6 +96,13 @@ struct SoftQp {
   uint32_t dv_max_bbs = 0;
   uint16_t dv_ci = 0;
   std::vector<uint64_t> dv_bf;  ///< the fake BlueFlame page: written, never read
+  // Receive WQEs are posted in `dv_rq` (dv_rq_cnt WQEs of dv_rq_stride
+  // bytes) and announced by the receive counter in dv_dbrec[0] (be32); the
+  // device fetches them from dv_rq_ci on into `rq`.
+  std::vector<uint64_t> dv_rq;
+  uint32_t dv_rq_cnt = 0;
+  uint32_t dv_rq_stride = 0;
+  uint16_t dv_rq_ci = 0;
   alignas(8) uint32_t dv_dbrec[2] = {0, 0};
 };
 
@@ -128,6 +138,9 @@ void start_engine();
 bool soft_mlx5_supported(ibv_device* device);
 int soft_mlx5_qp_info(ibv_qp* qp, Mlx5QpInfo* out);
 int soft_mlx5_cq_info(ibv_cq* cq, Mlx5CqInfo* out);
+/// Posts receives the way libmlx5's ibv_post_recv does in mlx5 mode: as
+/// WQEs into the receive queue buffer (with the provider lock held).
+int dv_post_recv(SoftQp* q, ibv_recv_wr* wr, ibv_recv_wr** bad);
 /// Writes `wc` as a CQE into a CQ in mlx5 mode.
 void dv_push_cqe(SoftCq* cq, const ibv_wc& wc);
 

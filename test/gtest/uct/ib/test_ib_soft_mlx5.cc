@@ -4,7 +4,9 @@
 // executed by the device thread, which writes CQEs in the mlx5 layout:
 // data moved, a bad rkey gives an error CQE (remote access syndrome) and
 // touches nothing, a malformed WQE or a failed device fail with their
-// syndromes, and later WQEs are flushed.
+// syndromes, and later WQEs are flushed. Receive WQEs written into the
+// receive queue buffer take SENDs; a too-short or malformed one gives a
+// local length error and nothing is written.
 #include <endian.h>
 #include <gtest/gtest.h>
 
@@ -32,6 +34,7 @@ class SoftMlx5 : public soft::SoftVerbsFixture {
     ibv_qp* qp = nullptr;
     Mlx5QpInfo info;
     uint16_t pi = 0;
+    uint16_t rq_pi = 0;
   };
 
   void SetUp() override {
@@ -76,6 +79,34 @@ class SoftMlx5 : public soft::SoftVerbsFixture {
     write_raddr(s.data(), raddr, rkey);
     write_data(s.data() + kSegSize, len, lkey, reinterpret_cast<uintptr_t>(laddr));
     return s;
+  }
+
+  /// Writes one receive WQE of raw segments into the receive queue buffer
+  /// (ended by the kInvalidLkey segment when the stride has room) and rings
+  /// the receive doorbell record.
+  uint16_t post_rwqe(Qp* q, const std::vector<uint8_t>& segs) {
+    const uint16_t index = q->rq_pi;
+    uint8_t* wqe = q->info.rq_buf + (index & (q->info.rq_wqe_cnt - 1)) * q->info.rq_stride;
+    std::memset(wqe, 0, q->info.rq_stride);
+    std::memcpy(wqe, segs.data(), std::min<size_t>(segs.size(), q->info.rq_stride));
+    if (segs.size() < q->info.rq_stride) write_data(wqe + segs.size(), 0, kInvalidLkey, 0);
+    q->rq_pi = static_cast<uint16_t>(q->rq_pi + 1);
+    __atomic_store_n(&q->info.dbrec[0], htobe32(q->rq_pi), __ATOMIC_RELEASE);
+    return index;
+  }
+  /// A SEND of `msg` (registered with `lkey`) from `a`.
+  void send(Qp* a, const std::vector<uint8_t>& msg, uint32_t lkey) {
+    std::vector<uint8_t> seg(kSegSize);
+    write_data(seg.data(), static_cast<uint32_t>(msg.size()), lkey,
+               reinterpret_cast<uintptr_t>(msg.data()));
+    post_wqe(a, kOpSend, seg);
+  }
+  /// The receive CQE among `c`.
+  static Cqe recv_of(const std::vector<Cqe>& c) {
+    for (const Cqe& e : c) {
+      if (e.opcode != kCqeReq && e.opcode != kCqeReqErr) return e;
+    }
+    return Cqe{};
   }
 
   /// The next `n` CQEs from the CQ buffer (fewer when the device is slower
@@ -160,6 +191,99 @@ TEST_F(SoftMlx5, SendLandsInAPostedReceiveWithAReceiveCqe) {
   EXPECT_EQ(recv.qpn, b->qp->qp_num);
   EXPECT_EQ(recv.byte_count, 100u);
   EXPECT_EQ(std::memcmp(rx.data(), msg.data(), 100), 0);
+}
+
+TEST_F(SoftMlx5, ReceiveWqesInTheReceiveQueueTakeSendsInOrder) {
+  Qp qa, qb;
+  connect_dv_pair(&qa, &qb);
+  Qp *a = &qa, *b = &qb;
+  ASSERT_NE(b->info.rq_buf, nullptr);
+  EXPECT_GE(b->info.rq_stride, kSegSize);
+  EXPECT_GE(b->info.rq_wqe_cnt, 2u);
+  std::vector<uint8_t> m1(40, 0x41), m2(60, 0x42), rx(512, 0);
+  ibv_mr* s1 = reg(m1, kRw);
+  ibv_mr* s2 = reg(m2, kRw);
+  ibv_mr* r = reg(rx, kRw);
+  for (int i = 0; i < 2; ++i) {
+    std::vector<uint8_t> seg(kSegSize);
+    write_data(seg.data(), 256, r->lkey, reinterpret_cast<uintptr_t>(rx.data() + 256 * i));
+    EXPECT_EQ(post_rwqe(b, seg), i);
+  }
+  send(a, m1, s1->lkey);
+  send(a, m2, s2->lkey);
+  std::vector<Cqe> c = poll(4);
+  ASSERT_EQ(c.size(), 4u);
+  std::vector<Cqe> rx_cqes;
+  for (const Cqe& e : c) {
+    if (e.opcode == kCqeRespSend) rx_cqes.push_back(e);
+  }
+  ASSERT_EQ(rx_cqes.size(), 2u);
+  EXPECT_EQ(rx_cqes[0].wqe_counter, 0);
+  EXPECT_EQ(rx_cqes[0].byte_count, 40u);
+  EXPECT_EQ(rx_cqes[1].wqe_counter, 1);
+  EXPECT_EQ(rx_cqes[1].byte_count, 60u);
+  EXPECT_EQ(std::memcmp(rx.data(), m1.data(), 40), 0);
+  EXPECT_EQ(std::memcmp(rx.data() + 256, m2.data(), 60), 0);
+  EXPECT_EQ(rx[40], 0);
+}
+
+TEST_F(SoftMlx5, TooShortReceiveWqeGivesALocalLengthErrorAndWritesNothing) {
+  Qp qa, qb;
+  connect_dv_pair(&qa, &qb);
+  Qp *a = &qa, *b = &qb;
+  std::vector<uint8_t> msg(100, 0x55), rx(256, 0x99);
+  ibv_mr* m = reg(msg, kRw);
+  ibv_mr* r = reg(rx, kRw);
+  std::vector<uint8_t> seg(kSegSize);
+  write_data(seg.data(), 16, r->lkey, reinterpret_cast<uintptr_t>(rx.data()));
+  post_rwqe(b, seg);
+  send(a, msg, m->lkey);
+  std::vector<Cqe> c = poll(2);
+  ASSERT_EQ(c.size(), 2u);
+  const Cqe e = recv_of(c);
+  EXPECT_EQ(e.opcode, kCqeRespErr);
+  EXPECT_EQ(e.syndrome, kSyndLocalLength);
+  EXPECT_EQ(e.qpn, b->qp->qp_num);
+  EXPECT_EQ(rx, std::vector<uint8_t>(256, 0x99));
+}
+
+TEST_F(SoftMlx5, MalformedReceiveWqeGivesALocalLengthErrorAndWritesNothing) {
+  Qp qa, qb;
+  connect_dv_pair(&qa, &qb);
+  Qp *a = &qa, *b = &qb;
+  std::vector<uint8_t> msg(32, 0x66), rx(256, 0x99);
+  ibv_mr* m = reg(msg, kRw);
+  ibv_mr* r = reg(rx, kRw);
+  // An inline segment, which a receive queue cannot hold.
+  std::vector<uint8_t> seg(kSegSize);
+  write_data(seg.data(), 0x80000000u | 256, r->lkey, reinterpret_cast<uintptr_t>(rx.data()));
+  post_rwqe(b, seg);
+  send(a, msg, m->lkey);
+  std::vector<Cqe> c = poll(2);
+  ASSERT_EQ(c.size(), 2u);
+  const Cqe e = recv_of(c);
+  EXPECT_EQ(e.opcode, kCqeRespErr);
+  EXPECT_EQ(e.syndrome, kSyndLocalLength);
+  EXPECT_EQ(rx, std::vector<uint8_t>(256, 0x99));
+}
+
+TEST_F(SoftMlx5, ReceiveWqeBeyondItsRegistrationIsRejected) {
+  Qp qa, qb;
+  connect_dv_pair(&qa, &qb);
+  Qp *a = &qa, *b = &qb;
+  std::vector<uint8_t> msg(64, 0x12), rx(64, 0x99);
+  ibv_mr* m = reg(msg, kRw);
+  ibv_mr* r = reg(rx, kRw);
+  // Claims 4 KiB of a 64-byte registration: no byte may land.
+  std::vector<uint8_t> seg(kSegSize);
+  write_data(seg.data(), 4096, r->lkey, reinterpret_cast<uintptr_t>(rx.data()));
+  post_rwqe(b, seg);
+  send(a, msg, m->lkey);
+  std::vector<Cqe> c = poll(2);
+  ASSERT_EQ(c.size(), 2u);
+  const Cqe e = recv_of(c);
+  EXPECT_EQ(e.opcode, kCqeRespErr);
+  EXPECT_EQ(rx, std::vector<uint8_t>(64, 0x99));
 }
 
 TEST_F(SoftMlx5, BadRkeyGivesAnErrorCqeTouchesNothingAndFlushesTheRest) {

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The mlx5 WQE and CQE layouts of src/uct/ib/rc_mlx5 against rdma-core's
 // mlx5dv.h (its structs, offsets and inline segment setters).
-#include <infiniband/mlx5dv.h>
-
 #include <gtest/gtest.h>
+#include <infiniband/mlx5dv.h>
 
 #include <cstddef>
 #include <cstring>
@@ -68,6 +67,34 @@ TEST(Mlx5Layout, DataAndRemoteAddressSegmentsAreMlx5dvs) {
 
   write_inline_header(ours, 20);
   EXPECT_EQ(get_be32(ours), MLX5_INLINE_SEG | 20u);
+}
+
+TEST(Mlx5Layout, ReceiveWqeIsDataSegmentsEndedByTheInvalidLkey) {
+  EXPECT_EQ(kInvalidLkey, uint32_t{MLX5_INVALID_LKEY});
+  // Two SGEs in a 64-byte stride: two mlx5dv data segments, then the end marker.
+  uint8_t ours[64], theirs[64];
+  std::memset(ours, 0xee, sizeof(ours));
+  std::memset(theirs, 0xee, sizeof(theirs));
+  const ibv_sge sge[2] = {{0x1000, 256, 0x11}, {0x2000, 512, 0x22}};
+  ASSERT_TRUE(write_recv_wqe(ours, sizeof(ours), sge, 2));
+  auto* d = reinterpret_cast<mlx5_wqe_data_seg*>(theirs);
+  mlx5dv_set_data_seg(&d[0], 256, 0x11, 0x1000);
+  mlx5dv_set_data_seg(&d[1], 512, 0x22, 0x2000);
+  d[2].byte_count = 0;
+  d[2].lkey = htobe32(MLX5_INVALID_LKEY);
+  d[2].addr = 0;
+  EXPECT_EQ(std::memcmp(ours, theirs, sizeof(ours)), 0);  // the fourth segment untouched
+  const DataSeg back = read_data(ours + kSegSize);
+  EXPECT_EQ(back.length, 512u);
+  EXPECT_EQ(back.lkey, 0x22u);
+  EXPECT_EQ(back.addr, 0x2000u);
+  // A full stride has no end marker; more SGEs than it holds write nothing.
+  uint8_t one[kSegSize];
+  ASSERT_TRUE(write_recv_wqe(one, sizeof(one), sge, 1));
+  EXPECT_EQ(read_data(one).lkey, 0x11u);
+  std::memset(ours, 0xee, sizeof(ours));
+  EXPECT_FALSE(write_recv_wqe(ours, kSegSize, sge, 2));
+  EXPECT_EQ(ours[0], 0xee);
 }
 
 TEST(Mlx5Layout, CqeFieldsAreReadAtThePrmOffsets) {
