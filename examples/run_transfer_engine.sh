@@ -21,6 +21,10 @@ trap cleanup EXIT
 
 # Starts a target (its command in "$@"); sets $target and $segment.
 start_target() {
+  # Emptied here, not only by the redirection in the background child: that
+  # may come after the first read below, which would find the READY line of
+  # the previous target.
+  : > "$tmp/target.out"
   "$@" > "$tmp/target.out" 2> "$tmp/target.err" &
   target=$!
   segment=

@@ -176,6 +176,9 @@ run_te() {
   local tl=$1 test=$2 block=$3 what="te $1 $2 --block_size $3" out=$tmp/out.te
   local envs=() rc=0 trc=0 seg= target
   [ "$tl" = default ] || envs=("MC_TLS=$tl")
+  # Emptied before the target starts: the background child's redirection may
+  # come after the first read below, which would find the previous target's line.
+  : > "$tmp/target"
   env "${envs[@]}" timeout $limit "$perftest" -t "$test" --local_server_name=127.0.0.1 \
     --buffer_size=16m --duration 1 > "$tmp/target" 2>&1 &
   target=$!
