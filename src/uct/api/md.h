@@ -52,6 +52,13 @@ class MemHandle {
   MemType mem_type_;
 };
 
+/// One buffer of a batch registration (MemoryDomain::mem_reg_batch).
+struct MemRegRequest {
+  void* address = nullptr;
+  size_t length = 0;
+  unsigned access = 0;  ///< MemAccess bits
+};
+
 /// An unpacked remote key: what an initiator needs to reach a peer's
 /// registered memory. Transport-private; only the md that unpacked it (and
 /// its ifaces) interpret it.
@@ -62,10 +69,10 @@ class Rkey {
 
 /// What an iface needs when it opens.
 struct IfaceParams {
-  std::string tl_name;          ///< from TlResource
-  std::string dev_name;         ///< from TlResource
+  std::string tl_name;              ///< from TlResource
+  std::string dev_name;             ///< from TlResource
   ucs::EventLoop* async = nullptr;  ///< background service; null: the iface makes its own
-  ErrorHandler err_handler;     ///< peer failures; may be empty
+  ErrorHandler err_handler;         ///< peer failures; may be empty
   const ucs::config::Sources* sources = nullptr;  ///< null: the process's environment and files
   /// Deadline of connection establishment for transports that connect (an
   /// endpoint not connected by then fails with Timeout through the error
@@ -98,6 +105,16 @@ class MemoryDomain {
   virtual Result<std::unique_ptr<MemHandle>> mem_reg(void* address, size_t length,
                                                      unsigned access) = 0;
 
+  /// Registers every buffer of `reqs` as mem_reg() would and returns one
+  /// result per request, in order: its handle, or the status of its failure
+  /// (logged where it was detected). A failed buffer leaves nothing of it
+  /// registered and does not affect the others; the caller owns every handle
+  /// returned. The default registers one after the other; an md may register
+  /// them concurrently (ib: up to MC_IB_REG_THREADS at once). Thread safety:
+  /// as mem_reg.
+  virtual std::vector<Result<std::unique_ptr<MemHandle>>> mem_reg_batch(
+      std::span<const MemRegRequest> reqs);
+
   /// Registers a file or block device at `path` (its whole length) with
   /// `access` (MemAccess bits; remote write needs the file writable). The
   /// handle's address is null, its length the file's size, its type
@@ -105,8 +122,7 @@ class MemoryDomain {
   /// that mkey_pack() makes of it. Unsupported unless MdAttr::flags has
   /// kMdRegFile; NoElem when the file does not exist; IoError (logged with
   /// the errno text) when it cannot be opened or sized.
-  virtual Result<std::unique_ptr<MemHandle>> mem_reg_file(const std::string& path,
-                                                          unsigned access);
+  virtual Result<std::unique_ptr<MemHandle>> mem_reg_file(const std::string& path, unsigned access);
 
   /// Allocates memory the md serves best (e.g. shared memory for sm).
   /// Unsupported unless MdAttr::flags has kMdAlloc.

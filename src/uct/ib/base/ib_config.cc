@@ -33,16 +33,15 @@ const ucs::config::Table& ib_config_table() {
              "mcsoft0.. in user space, RDMA through shared memory and process_vm_readv/writev, "
              "mlx5-shaped queues run by a device thread for rc_mlx5; never for production).",
              &IbConfig::provider,
-             ucs::config::enum_parser<Provider>({{"verbs", Provider::Verbs},
-                                                 {"soft", Provider::Soft}})),
+             ucs::config::enum_parser<Provider>(
+                 {{"verbs", Provider::Verbs}, {"soft", Provider::Soft}})),
        field("IB_SOFT_FABRIC", "default",
              "Name of the soft provider's fabric (/dev/shm/mc-ibsoft-<name>); processes on "
              "the same fabric reach each other.",
              &IbConfig::soft_fabric, ucs::config::string_parser()),
        field("IB_SOFT_DEVICES", "2", "Number of devices the soft provider offers.",
              &IbConfig::soft_devices, ucs::config::uint_parser(1, 8)),
-       field("IB_DEVICES", "all",
-             "RDMA devices to use, e.g. \"mlx5_0,mlx5_1\" or \"^mlx5_2\".",
+       field("IB_DEVICES", "all", "RDMA devices to use, e.g. \"mlx5_0,mlx5_1\" or \"^mlx5_2\".",
              &IbConfig::devices, ucs::config::allow_list_parser()),
        field("IB_PORT", "auto", "Port of each device to use; auto: the first active port.",
              &IbConfig::port, ucs::config::auto_parser(ucs::config::uint_parser(1, 255))),
@@ -54,12 +53,16 @@ const ucs::config::Table& ib_config_table() {
              "Path MTU of the queue pairs in bytes; auto: the port's active MTU. A value above "
              "the active MTU is lowered to it.",
              &IbConfig::mtu, ucs::config::auto_parser(mtu_parser())),
-       field("IB_TC", "0", "Traffic class of the GRH (RoCE DSCP << 2).",
-             &IbConfig::traffic_class, ucs::config::uint_parser(0, 255)),
+       field("IB_TC", "0", "Traffic class of the GRH (RoCE DSCP << 2).", &IbConfig::traffic_class,
+             ucs::config::uint_parser(0, 255)),
        field("PKEY_INDEX", "0", "P_Key table index of the queue pairs.", &IbConfig::pkey_index,
              ucs::config::uint_parser(0, 65535)),
        field("IB_SL", "0", "Service level of the queue pairs.", &IbConfig::service_level,
-             ucs::config::uint_parser(0, 15))});
+             ucs::config::uint_parser(0, 15)),
+       field("IB_REG_THREADS", "8",
+             "Most threads one batch registration (mem_reg_batch) registers buffers with at "
+             "once; 1 registers them one after the other.",
+             &IbConfig::reg_threads, ucs::config::uint_parser(1, 64))});
   return table;
 }
 

@@ -2,8 +2,11 @@
 // The verbs memory domain.
 #include "uct/ib/base/ib_md.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "ucs/datastruct/wire.h"
 #include "ucs/log/log.h"
@@ -123,9 +126,11 @@ Result<std::shared_ptr<IbRegion>> IbMd::region_reg(uintptr_t start, size_t lengt
   for (const auto& d : devices_) {
     ibv_mr* mr = ops_->reg_mr(d->pd(), reinterpret_cast<void*>(start), length, access);
     if (!mr) {
+      // The MRs already made go with `region`.
+      const int err = errno;
       MC_LOG(error) << name_ << ": ibv_reg_mr of " << length << " bytes at 0x" << std::hex << start
-                    << std::dec << " on " << d->name() << ": " << std::strerror(errno);
-      return errno == ENOMEM ? Status::NoMemory : Status::IoError;
+                    << std::dec << " on " << d->name() << ": " << std::strerror(err);
+      return err == ENOMEM ? Status::NoMemory : Status::IoError;
     }
     region->mrs.push_back(mr);
   }
@@ -143,13 +148,54 @@ Result<std::unique_ptr<MemHandle>> IbMd::mem_reg(void* address, size_t length, u
   }
   const auto start = reinterpret_cast<uintptr_t>(address);
   const int a = ibv_access(access);
-  std::lock_guard guard(lock_);
-  std::shared_ptr<IbRegion> region = region_get(start, length, a);
+  std::shared_ptr<IbRegion> region;
+  {
+    std::lock_guard guard(lock_);
+    region = region_get(start, length, a);
+  }
   if (!region) {
-    MC_ASSIGN_OR_RETURN(region, region_reg(start, length, a));
-    regions_.emplace(start, region);
+    // Registered without the lock, so that a batch pins its buffers in
+    // parallel; a region another thread registered meanwhile wins, and
+    // ours is deregistered as it goes.
+    MC_ASSIGN_OR_RETURN(std::shared_ptr<IbRegion> fresh, region_reg(start, length, a));
+    std::lock_guard guard(lock_);
+    region = region_get(start, length, a);
+    if (!region) {
+      regions_.emplace(start, fresh);
+      region = std::move(fresh);
+    }
   }
   return std::unique_ptr<MemHandle>(new IbMemHandle(address, length, access, std::move(region)));
+}
+
+std::vector<Result<std::unique_ptr<MemHandle>>> IbMd::mem_reg_batch(
+    std::span<const MemRegRequest> reqs) {
+  const size_t threads = std::min<size_t>(config_.reg_threads, reqs.size());
+  if (threads <= 1) return MemoryDomain::mem_reg_batch(reqs);
+  std::vector<Result<std::unique_ptr<MemHandle>>> out;
+  out.reserve(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) out.emplace_back(Status::InProgress);
+  // Each worker takes the next index; every slot of `out` is written by
+  // exactly one worker, and read only after all are joined.
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < reqs.size();) {
+      out[i] = mem_reg(reqs[i].address, reqs[i].length, reqs[i].access);
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error& e) {
+      MC_LOG(warn) << name_ << ": batch registration on " << t << " threads: " << e.what();
+      break;  // fewer threads: the rest of the work is shared by those running
+    }
+  }
+  work();
+  for (std::thread& t : pool) t.join();
+  return out;
 }
 
 // Payload: u8 device count | count x (u64 device GUID | u32 rkey)  (little-endian)

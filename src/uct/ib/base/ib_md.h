@@ -59,6 +59,10 @@ class IbMd : public MemoryDomain {
   std::vector<TlResource> query_tl_resources() const override;
   Result<std::unique_ptr<MemHandle>> mem_reg(void* address, size_t length,
                                              unsigned access) override;
+  /// Registers the buffers on up to MC_IB_REG_THREADS threads (pinning,
+  /// not the md, is the cost: the cache lock is not held across ibv_reg_mr).
+  std::vector<Result<std::unique_ptr<MemHandle>>> mem_reg_batch(
+      std::span<const MemRegRequest> reqs) override;
   Status mkey_pack(const MemHandle& memh, std::vector<uint8_t>* out) const override;
   Result<std::unique_ptr<Rkey>> rkey_unpack(std::span<const uint8_t> packed) const override;
 
@@ -81,7 +85,8 @@ class IbMd : public MemoryDomain {
   IbConfig config_;
   std::string why_;
   std::vector<std::unique_ptr<IbDevice>> devices_;
-  // The registration cache: live regions by start address. It never hooks
+  // The registration cache: live regions by start address; `lock_` guards
+  // it and is never held across a registration call. It never hooks
   // malloc, so it only shares a region while some handle holds it: a
   // region outlives no handle, and stale translations cannot arise.
   mutable std::mutex lock_;

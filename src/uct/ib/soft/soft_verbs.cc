@@ -4,6 +4,7 @@
 #include "uct/ib/soft/soft_verbs.h"
 
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -130,11 +131,26 @@ int dealloc_pd(ibv_pd* pd) {
   return 0;
 }
 
+// Whether every page of the range is mapped (mincore fails with ENOMEM on
+// an unmapped one), as a NIC's registration pins each page.
+bool mapped(void* addr, size_t length) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t start = reinterpret_cast<uintptr_t>(addr) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(addr) + length;
+  if (end < start) return false;
+  std::vector<unsigned char> vec((end - start + page - 1) / page);
+  return mincore(reinterpret_cast<void*>(start), end - start, vec.data()) == 0;
+}
+
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
   // As the verbs spec: remote write needs local write.
   if (!addr || length == 0 ||
       ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))) {
     errno = EINVAL;
+    return nullptr;
+  }
+  if (!mapped(addr, length)) {
+    errno = EFAULT;  // what pinning an unmapped page gives
     return nullptr;
   }
   Provider& p = provider();

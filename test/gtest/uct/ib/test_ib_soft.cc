@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // White-box tests of the soft verbs provider: the QP state machine, rkey,
 // access and bounds checks with a NIC's completion codes, flush errors, and
-// the fault switches. They drive the verbs table directly.
+// the fault switches. They drive the verbs table directly. And the ib memory
+// domain's batch registration on it: parallel, an error per buffer, nothing
+// left registered.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "ucs/config/table.h"
+#include "uct/ib/base/ib_md.h"
 #include "uct/ib/soft/soft_fabric.h"
 #include "uct/ib/soft/soft_verbs.h"
 #include "uct/ib/soft_verbs_fixture.h"
@@ -189,6 +195,98 @@ TEST_F(SoftVerbs, FailedQpFailsItsWork) {
   ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].status, IBV_WC_RETRY_EXC_ERR);
   EXPECT_EQ(dst, std::vector<uint8_t>(8, 2));
+}
+
+// The ib md over the soft provider's two devices, as rc_verbs opens it.
+class BatchMd : public IbMd {
+ public:
+  using IbMd::IbMd;
+  const char* tl_name() const override { return "rc_verbs"; }
+  Result<std::unique_ptr<Iface>> iface_open(const IfaceParams&) override {
+    return Status::Unsupported;
+  }
+};
+
+class IbMdBatch : public SoftVerbsFixture {
+ protected:
+  std::unique_ptr<BatchMd> open_md(const char* threads) {
+    Result<ucs::config::Sources> src = ucs::config::Sources::from({{"MC_IB_PROVIDER", "soft"},
+                                                                   {"MC_IB_SOFT_FABRIC", fabric_},
+                                                                   {"MC_IB_SOFT_DEVICES", "2"},
+                                                                   {"MC_IB_REG_THREADS", threads}},
+                                                                  {});
+    EXPECT_TRUE(src.ok());
+    Result<IbConfig> cfg = ucs::config::read_table<IbConfig>(ib_config_table(), *src);
+    EXPECT_TRUE(cfg.ok());
+    if (!src.ok() || !cfg.ok()) return nullptr;
+    return std::make_unique<BatchMd>("rc_verbs", v_, *cfg, "");
+  }
+  /// MRs of this process on the fabric.
+  size_t live_mrs() {
+    Result<Fabric*> f = Fabric::open(fabric_);
+    if (!f.ok()) return ~size_t{0};
+    Fabric::Guard g(*f);
+    size_t n = 0;
+    for (const MrSlot& m : (*f)->layout()->mr) n += m.key != 0 && m.pid == getpid();
+    return n;
+  }
+};
+
+TEST_F(IbMdBatch, RegistersManyBuffersInParallelAndFailsOnlyTheInvalidOne) {
+  std::unique_ptr<BatchMd> md = open_md("4");
+  ASSERT_TRUE(md);
+  ASSERT_EQ(md->devices().size(), 2u);
+  const size_t before = live_mrs();
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  // A page mapped then unmapped: what a NIC cannot pin.
+  void* hole = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(hole, MAP_FAILED);
+  ASSERT_EQ(munmap(hole, page), 0);
+  constexpr size_t kBuffers = 64, kBad = 37;
+  std::vector<std::vector<uint8_t>> bufs(kBuffers, std::vector<uint8_t>(3 * page + 5));
+  std::vector<MemRegRequest> reqs;
+  for (size_t i = 0; i < kBuffers; ++i) {
+    reqs.push_back({bufs[i].data(), bufs[i].size(), kAccessRemoteRead | kAccessRemoteWrite});
+  }
+  reqs[kBad] = {hole, page, kAccessRemoteWrite};
+  reqs.push_back({nullptr, 8, kAccessRemoteRead});  // invalid before any call
+  std::vector<Result<std::unique_ptr<MemHandle>>> got = md->mem_reg_batch(reqs);
+  ASSERT_EQ(got.size(), reqs.size());
+  for (size_t i = 0; i < kBuffers; ++i) {
+    if (i == kBad) {
+      EXPECT_EQ(got[i].status(), Status::IoError);
+      continue;
+    }
+    ASSERT_TRUE(got[i].ok()) << i;
+    const MemHandle& h = **got[i];
+    EXPECT_EQ(h.address(), bufs[i].data());
+    EXPECT_EQ(h.length(), bufs[i].size());
+    std::vector<uint8_t> packed;
+    EXPECT_EQ(md->mkey_pack(h, &packed), Status::Ok);
+  }
+  EXPECT_EQ(got.back().status(), Status::InvalidParam);
+  // One MR per device per good buffer; the failed one left none.
+  EXPECT_EQ(live_mrs(), before + 2 * (kBuffers - 1));
+  got.clear();
+  EXPECT_EQ(live_mrs(), before);
+}
+
+TEST_F(IbMdBatch, OneThreadAndAnEmptyBatchWork) {
+  std::unique_ptr<BatchMd> md = open_md("1");
+  ASSERT_TRUE(md);
+  const size_t before = live_mrs();
+  EXPECT_TRUE(md->mem_reg_batch({}).empty());
+  std::vector<uint8_t> a(100), b(200);
+  const MemRegRequest reqs[] = {{a.data(), a.size(), kAccessRemoteRead},
+                                {b.data(), b.size(), kAccessRemoteRead}};
+  {
+    std::vector<Result<std::unique_ptr<MemHandle>>> got = md->mem_reg_batch(reqs);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_TRUE(got[0].ok());
+    EXPECT_TRUE(got[1].ok());
+    EXPECT_EQ(live_mrs(), before + 4);
+  }
+  EXPECT_EQ(live_mrs(), before);
 }
 
 }  // namespace
