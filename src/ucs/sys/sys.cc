@@ -12,7 +12,9 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <cstdio>
 #include <functional>
+#include <random>
 
 #include "ucs/log/log.h"
 
@@ -97,25 +99,47 @@ unsigned cpu_count() {
   return n > 0 ? static_cast<unsigned>(n) : 1;
 }
 
-Result<uint16_t> find_free_tcp_port() {
+namespace {
+
+// Whether `port` (0: any) binds on 127.0.0.1 now; the bound port in *out.
+bool try_bind_loopback(uint16_t port, uint16_t* out) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    MC_LOG(error) << "socket() failed: " << errno_string(errno);
-    return Status::IoError;
-  }
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
   socklen_t len = sizeof(addr);
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  } else {
-    MC_LOG(error) << "cannot bind a free port on 127.0.0.1: " << errno_string(errno);
-  }
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   close(fd);
-  if (port == 0) return Status::IoError;
+  if (ok) *out = ntohs(addr.sin_port);
+  return ok;
+}
+
+}  // namespace
+
+Result<uint16_t> find_free_tcp_port() {
+  unsigned low = 32768;  // the kernel's default first ephemeral port
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    unsigned lo = 0, hi = 0;
+    if (std::fscanf(f, "%u %u", &lo, &hi) == 2 && lo > 0) low = lo;
+    std::fclose(f);
+  }
+  constexpr unsigned kFirst = 20000;  // above the usual service ports
+  if (low > kFirst + 1000) {
+    static thread_local std::mt19937 rng(std::random_device{}());
+    std::uniform_int_distribution<unsigned> pick(kFirst, low - 1);
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      uint16_t port = 0;
+      if (try_bind_loopback(static_cast<uint16_t>(pick(rng)), &port)) return port;
+    }
+  }
+  uint16_t port = 0;
+  if (!try_bind_loopback(0, &port)) {
+    MC_LOG(error) << "cannot bind a free port on 127.0.0.1: " << errno_string(errno);
+    return Status::IoError;
+  }
   return port;
 }
 

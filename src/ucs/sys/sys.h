@@ -41,6 +41,10 @@ size_t huge_page_size();
 unsigned cpu_count();
 
 /// A TCP port on 127.0.0.1 free at the time of the call (tests and tools).
+/// Taken at random below the kernel's ephemeral range
+/// (net.ipv4.ip_local_port_range) and above 20000 where there is room, so
+/// that an outgoing connection made meanwhile cannot take it before its
+/// user binds it; else one the kernel picks.
 Result<uint16_t> find_free_tcp_port();
 
 /// strerror(err) as a std::string, thread-safe.
