@@ -148,7 +148,7 @@ for kind in etcd redis http; do
     http) url=http://10.198.0.1:8080/metadata ;;
   esac
   echo "--- $kind ($url)"
-  : > "$tmp/target.err"; : > "$out"; rm -f "$tmp/stop"
+  : > "$tmp/target.err"; : > "$tmp/target.out"; : > "$out"; rm -f "$tmp/stop"
   start_server $kind fresh || { fail=1; continue; }
   ip netns exec "$nst" "$peer" --mode target --metadata "$url" --local "$segment" \
     --buffer-size 2m > "$tmp/target.out" 2>> "$tmp/target.err" &
