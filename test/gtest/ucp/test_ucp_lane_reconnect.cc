@@ -26,6 +26,7 @@
 
 #include "common/log_capture.h"
 #include "common/net_util.h"
+#include "common/pipe_util.h"
 #include "ucp/api/ucp.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
@@ -49,42 +50,6 @@ uint64_t bytes_sent_on(in_addr addr) {
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0) total += info.tcpi_bytes_acked;
   });
   return total;
-}
-
-bool write_all(int fd, const void* data, size_t n) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (n > 0) {
-    const ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-bool read_all(int fd, void* data, size_t n) {
-  auto* p = static_cast<uint8_t*>(data);
-  while (n > 0) {
-    const ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
-bool write_blob(int fd, const std::vector<uint8_t>& v) {
-  const uint64_t n = v.size();
-  return write_all(fd, &n, sizeof(n)) && write_all(fd, v.data(), v.size());
-}
-
-bool read_blob(int fd, std::vector<uint8_t>* v) {
-  uint64_t n = 0;
-  if (!read_all(fd, &n, sizeof(n)) || n > (1u << 20)) return false;
-  v->resize(n);
-  return read_all(fd, v->data(), n);
 }
 
 std::unique_ptr<Context> make_context(const std::map<std::string, std::string>& env,
@@ -113,11 +78,11 @@ int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int re
   if (!rkey.ok()) return 5;
   (*worker)->set_am_handler(kAmId, [reply_fd](const void*, size_t length) {
     const uint64_t n = length;
-    (void)write_all(reply_fd, &n, sizeof(n));
+    (void)mc::test::write_all(reply_fd, &n, sizeof(n));
   });
   const uint64_t base = reinterpret_cast<uintptr_t>(buffer.data());
-  if (!write_blob(reply_fd, (*worker)->address()) || !write_blob(reply_fd, *rkey) ||
-      !write_all(reply_fd, &base, sizeof(base))) {
+  if (!mc::test::write_blob(reply_fd, (*worker)->address()) || !mc::test::write_blob(reply_fd, *rkey) ||
+      !mc::test::write_all(reply_fd, &base, sizeof(base))) {
     return 6;
   }
   for (;;) {
@@ -163,9 +128,9 @@ class UcpLaneReconnect : public testing::Test {
     Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
     ASSERT_TRUE(w.ok());
     worker_ = std::move(*w);
-    ASSERT_TRUE(read_blob(reply_fd_, &address_)) << "the target did not start";
-    ASSERT_TRUE(read_blob(reply_fd_, &rkey_bytes_));
-    ASSERT_TRUE(read_all(reply_fd_, &base_, sizeof(base_)));
+    ASSERT_TRUE(mc::test::read_blob(reply_fd_, &address_)) << "the target did not start";
+    ASSERT_TRUE(mc::test::read_blob(reply_fd_, &rkey_bytes_));
+    ASSERT_TRUE(mc::test::read_all(reply_fd_, &base_, sizeof(base_)));
   }
 
   // Connects to `address`, unpacks the target's rkey.
@@ -312,7 +277,7 @@ TEST_F(UcpLaneReconnect, ActiveMessagesWithoutTheAmLane) {
     uint64_t got = 0;
     pollfd p{reply_fd_, POLLIN, 0};
     ASSERT_TRUE(progress_until([&] { return poll(&p, 1, 0) > 0; }, 20)) << "no message of " << n;
-    ASSERT_TRUE(read_all(reply_fd_, &got, sizeof(got)));
+    ASSERT_TRUE(mc::test::read_all(reply_fd_, &got, sizeof(got)));
     EXPECT_EQ(got, n);
   }
   EXPECT_TRUE(round_trip(4 << 20, 3));

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/pipe_util.h"
 #include "ucp/api/ucp.h"
 #include "uct/base/component_loader.h"
 #include "uct/uct_test.h"
@@ -41,43 +42,6 @@ bool matches(const uint8_t* p, size_t n, uint64_t seed) {
     if (p[i] != pattern(seed, i)) return false;
   }
   return true;
-}
-
-// Whole writes and reads over a pipe; false when the other end went away.
-bool write_all(int fd, const void* data, size_t n) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (n > 0) {
-    const ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-bool read_all(int fd, void* data, size_t n) {
-  auto* p = static_cast<uint8_t*>(data);
-  while (n > 0) {
-    const ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
-bool write_blob(int fd, const std::vector<uint8_t>& v) {
-  const uint64_t n = v.size();
-  return write_all(fd, &n, sizeof(n)) && write_all(fd, v.data(), v.size());
-}
-
-bool read_blob(int fd, std::vector<uint8_t>* v) {
-  uint64_t n = 0;
-  if (!read_all(fd, &n, sizeof(n)) || n > (1u << 20)) return false;
-  v->resize(n);
-  return read_all(fd, v->data(), n);
 }
 
 bool readable(int fd) {
@@ -123,22 +87,22 @@ int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int re
     (matches(static_cast<const uint8_t*>(data), length, length + 3) ? am_good : am_bad)++;
   });
   const uint64_t base = reinterpret_cast<uintptr_t>(buffer.data());
-  if (!write_blob(reply_fd, (*worker)->address()) || !write_blob(reply_fd, *rkey) ||
-      !write_all(reply_fd, &base, sizeof(base))) {
+  if (!mc::test::write_blob(reply_fd, (*worker)->address()) || !mc::test::write_blob(reply_fd, *rkey) ||
+      !mc::test::write_all(reply_fd, &base, sizeof(base))) {
     return 6;
   }
   for (;;) {
     (*worker)->progress();
     if (!readable(cmd_fd)) continue;
     Command c;
-    if (!read_all(cmd_fd, &c, sizeof(c))) return 7;  // the parent went
+    if (!mc::test::read_all(cmd_fd, &c, sizeof(c))) return 7;  // the parent went
     if (c.op == 'Q') break;
     if (c.op == 'C') {
       const char ok = c.len <= kMax && matches(buffer.data(), c.len, c.seed) ? 'Y' : 'N';
-      if (!write_all(reply_fd, &ok, 1)) return 8;
+      if (!mc::test::write_all(reply_fd, &ok, 1)) return 8;
     } else if (c.op == 'A') {
       const uint64_t counts[2] = {am_good, am_bad};
-      if (!write_all(reply_fd, counts, sizeof(counts))) return 8;
+      if (!mc::test::write_all(reply_fd, counts, sizeof(counts))) return 8;
     }
   }
   return 0;
@@ -187,9 +151,9 @@ class UcpTwoProc : public testing::TestWithParam<std::string> {
     ASSERT_TRUE(w.ok());
     worker_ = std::move(*w);
     std::vector<uint8_t> address, rkey;
-    ASSERT_TRUE(read_blob(reply_fd_, &address)) << "the child did not start";
-    ASSERT_TRUE(read_blob(reply_fd_, &rkey));
-    ASSERT_TRUE(read_all(reply_fd_, &base_, sizeof(base_)));
+    ASSERT_TRUE(mc::test::read_blob(reply_fd_, &address)) << "the child did not start";
+    ASSERT_TRUE(mc::test::read_blob(reply_fd_, &rkey));
+    ASSERT_TRUE(mc::test::read_all(reply_fd_, &base_, sizeof(base_)));
     Result<std::unique_ptr<Endpoint>> ep = worker_->ep_create(address);
     ASSERT_TRUE(ep.ok()) << ucs::status_string(ep.status());
     ep_ = std::move(*ep);
@@ -201,7 +165,7 @@ class UcpTwoProc : public testing::TestWithParam<std::string> {
   void TearDown() override {
     if (pid_ > 0 && !killed_) {
       const Command q{'Q', 0, 0};
-      (void)write_all(cmd_fd_, &q, sizeof(q));
+      (void)mc::test::write_all(cmd_fd_, &q, sizeof(q));
     }
     rkey_.reset();
     ep_.reset();
@@ -227,9 +191,9 @@ class UcpTwoProc : public testing::TestWithParam<std::string> {
   // Sends a command; reads `n` reply bytes while progressing this worker
   // (a rendezvous or a get may need this side's progress meanwhile).
   bool ask(const Command& c, void* reply, size_t n) {
-    if (!write_all(cmd_fd_, &c, sizeof(c))) return false;
+    if (!mc::test::write_all(cmd_fd_, &c, sizeof(c))) return false;
     while (!readable(reply_fd_)) worker_->progress();
-    return read_all(reply_fd_, reply, n);
+    return mc::test::read_all(reply_fd_, reply, n);
   }
 
   std::vector<size_t> sizes(proto::Op op) const {
