@@ -28,6 +28,7 @@
 #include "common/net_util.h"
 #include "common/pipe_util.h"
 #include "ucp/api/ucp.h"
+#include "ucp/ucp_test_util.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
 #include "uct/base/component_loader.h"
@@ -52,17 +53,6 @@ uint64_t bytes_sent_on(in_addr addr) {
   return total;
 }
 
-std::unique_ptr<Context> make_context(const std::map<std::string, std::string>& env,
-                                      ucs::config::Sources* sources) {
-  Result<ucs::config::Sources> s = ucs::config::Sources::from(env, {});
-  if (!s.ok()) return nullptr;
-  *sources = std::move(*s);
-  ContextParams params;
-  params.sources = sources;
-  Result<std::unique_ptr<Context>> ctx = Context::create(params);
-  return ctx.ok() ? std::move(*ctx) : nullptr;
-}
-
 // The target process: serves a buffer and reports the length of every
 // active message it gets, until the parent closes its pipe.
 int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int reply_fd) {
@@ -81,7 +71,8 @@ int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int re
     (void)mc::test::write_all(reply_fd, &n, sizeof(n));
   });
   const uint64_t base = reinterpret_cast<uintptr_t>(buffer.data());
-  if (!mc::test::write_blob(reply_fd, (*worker)->address()) || !mc::test::write_blob(reply_fd, *rkey) ||
+  if (!mc::test::write_blob(reply_fd, (*worker)->address()) ||
+      !mc::test::write_blob(reply_fd, *rkey) ||
       !mc::test::write_all(reply_fd, &base, sizeof(base))) {
     return 6;
   }
@@ -97,7 +88,8 @@ class UcpLaneReconnect : public testing::Test {
  protected:
   void SetUp() override {
     if (!uct::find_component("tcp")) GTEST_SKIP() << "tcp transport is not available";
-    if (!mc::test::second_device(&dev_, &dev_addr_)) GTEST_SKIP() << "no second network device is up";
+    if (!mc::test::second_device(&dev_, &dev_addr_))
+      GTEST_SKIP() << "no second network device is up";
     env_ = {{"MC_TLS", "tcp"},
             {"MC_NET_DEVICES", "lo," + dev_},
             {"MC_MAX_RMA_RAILS", "2"},
@@ -316,8 +308,7 @@ TEST_F(UcpLaneReconnect, LocallyCompletedPutOnACutLaneFailsTheFlushAfterReconnec
   connect(address_);
   ASSERT_TRUE(ep_);
   const size_t lane = ep_->lanes().rma_lanes.at(0);
-  const bool on_lo =
-      worker_->local_resources()[ep_->lanes().lanes[lane].local].dev_name == "lo";
+  const bool on_lo = worker_->local_resources()[ep_->lanes().lanes[lane].local].dev_name == "lo";
   in_addr addr = dev_addr_;
   if (on_lo) inet_pton(AF_INET, "127.0.0.1", &addr);
   ASSERT_EQ(kill(pid_, SIGSTOP), 0);  // no acknowledgement from here on

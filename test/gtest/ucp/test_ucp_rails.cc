@@ -8,6 +8,7 @@
 
 #include "common/net_util.h"
 #include "ucp/api/ucp.h"
+#include "ucp/ucp_test_util.h"
 #include "uct/base/component_loader.h"
 
 namespace mc::ucp::test {
@@ -23,22 +24,15 @@ class UcpRails : public testing::Test {
     if (!mc::test::second_device(&dev_, &dev_addr_)) {
       GTEST_SKIP() << "no second network device is up";
     }
-    Result<ucs::config::Sources> sources =
-        ucs::config::Sources::from({{"MC_TLS", "tcp"},
-                                    {"MC_NET_DEVICES", "lo," + dev_},
-                                    {"MC_MAX_RMA_RAILS", "2"},
-                                    {"MC_TRANSFER_TIMEOUT", "60s"},
-                                    // A cut lane stays failed however slow the
-                                    // test runs (reconnection has its own tests).
-                                    {"MC_LANE_RECONNECT_INTERVAL", "off"}},
-                                   {});
-    ASSERT_TRUE(sources.ok());
-    sources_ = std::move(*sources);
-    ContextParams params;
-    params.sources = &sources_;
-    Result<std::unique_ptr<Context>> ctx = Context::create(params);
-    ASSERT_TRUE(ctx.ok());
-    ctx_ = std::move(*ctx);
+    ctx_ = make_context({{"MC_TLS", "tcp"},
+                         {"MC_NET_DEVICES", "lo," + dev_},
+                         {"MC_MAX_RMA_RAILS", "2"},
+                         {"MC_TRANSFER_TIMEOUT", "60s"},
+                         // A cut lane stays failed however slow the test
+                         // runs (reconnection has its own tests).
+                         {"MC_LANE_RECONNECT_INTERVAL", "off"}},
+                        &sources_);
+    ASSERT_TRUE(ctx_);
     for (int i = 0; i < 2; ++i) {
       Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
       ASSERT_TRUE(w.ok());

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "ucp/api/ucp.h"
+#include "ucp/ucp_test_util.h"
 #include "uct/base/component_loader.h"
 #include "uct/ib/soft/soft_fabric.h"
 #include "uct/uct_test.h"
@@ -35,14 +36,8 @@ class UcpRdma : public testing::TestWithParam<std::string> {
                                               {"MC_LANE_RECONNECT_INTERVAL", "off"}};
     if (provider) env["MC_IB_PROVIDER"] = provider;
     if (fabric) env["MC_IB_SOFT_FABRIC"] = fabric_ = fabric;
-    Result<ucs::config::Sources> sources = ucs::config::Sources::from(env, {});
-    ASSERT_TRUE(sources.ok());
-    sources_ = std::move(*sources);
-    ContextParams params;
-    params.sources = &sources_;
-    Result<std::unique_ptr<Context>> ctx = Context::create(params);
-    ASSERT_TRUE(ctx.ok());
-    ctx_ = std::move(*ctx);
+    ctx_ = make_context(env, &sources_);
+    ASSERT_TRUE(ctx_);
     for (int i = 0; i < 2; ++i) {
       Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
       ASSERT_TRUE(w.ok());

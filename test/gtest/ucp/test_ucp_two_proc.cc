@@ -15,6 +15,7 @@
 
 #include "common/pipe_util.h"
 #include "ucp/api/ucp.h"
+#include "ucp/ucp_test_util.h"
 #include "uct/base/component_loader.h"
 #include "uct/uct_test.h"
 
@@ -57,17 +58,6 @@ struct Command {
   uint64_t seed = 0;
 };
 
-std::unique_ptr<Context> make_context(const std::map<std::string, std::string>& env,
-                                      ucs::config::Sources* sources) {
-  Result<ucs::config::Sources> s = ucs::config::Sources::from(env, {});
-  if (!s.ok()) return nullptr;
-  *sources = std::move(*s);
-  ContextParams params;
-  params.sources = sources;
-  Result<std::unique_ptr<Context>> ctx = Context::create(params);
-  return ctx.ok() ? std::move(*ctx) : nullptr;
-}
-
 // The child: serves until 'Q' or until the parent goes. Exit code 0 when
 // every step worked.
 int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int reply_fd) {
@@ -87,7 +77,8 @@ int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int re
     (matches(static_cast<const uint8_t*>(data), length, length + 3) ? am_good : am_bad)++;
   });
   const uint64_t base = reinterpret_cast<uintptr_t>(buffer.data());
-  if (!mc::test::write_blob(reply_fd, (*worker)->address()) || !mc::test::write_blob(reply_fd, *rkey) ||
+  if (!mc::test::write_blob(reply_fd, (*worker)->address()) ||
+      !mc::test::write_blob(reply_fd, *rkey) ||
       !mc::test::write_all(reply_fd, &base, sizeof(base))) {
     return 6;
   }
