@@ -74,7 +74,7 @@ install_pkg ucx_perftest ucx-utils || exit 1
 install_pkg iperf3 iperf3 || true
 [ -z "$plot" ] || install_pkg gnuplot gnuplot-nox || install_pkg gnuplot gnuplot || plot=""
 
-port=$((30000 + $$ % 20000))
+. "$(dirname "$0")/../test/integration/free_port.sh"   # free_port: a control port per run
 cpu_c=() cpu_s=()
 [ "$pin" = yes ] && [ "$(nproc)" -ge 2 ] && { cpu_c=(-c 0); cpu_s=(-c 1); }
 
@@ -87,7 +87,7 @@ run_tool() {
   local tool=$1 metric=$2 env=$3; shift 3
   local bin=$mc extra=(--timeout 30) rc=0
   [ "$tool" = ucx ] && { bin=ucx_perftest; extra=(); }
-  port=$((port + 1))
+  port=$(free_port) || exit 1
   env $env timeout 90 "$bin" -p $port "${cpu_s[@]}" "${extra[@]}" > "$out/server.log" 2>&1 &
   local server=$!
   if [ "$tool" = ucx ]; then  # ucx_perftest's client does not retry: wait for the listener
@@ -229,7 +229,7 @@ fi
     /ping-pong/ { split($2, a, " "); l = a[1] } END { print s, m, t, l }' >> "$out/limits.txt"
   # iperf3 writes at most 1 MiB at a time.
   if command -v iperf3 > /dev/null && [ "$s" -ge 65536 ] && [ "$s" -le 1048576 ]; then
-    port=$((port + 1))
+    port=$(free_port) || exit 1
     timeout 20 iperf3 -s -1 -p $port > /dev/null 2>&1 &
     iperf_server=$!
     sleep 0.3
@@ -295,7 +295,7 @@ elif ! "$mc" -h 2>&1 | grep -q te_write; then
 else
   for op in write read; do
     for bs in 65536 1048576; do
-      port=$((port + 1))
+      port=$(free_port) || exit 1
       "$mooncake" --mode=target --metadata_server=P2PHANDSHAKE --local_server_name=127.0.0.1:$port \
         --protocol=tcp > "$out/te_target.log" 2>&1 &
       tgt=$!; sleep 1
@@ -303,7 +303,7 @@ else
         --protocol=tcp --operation=$op --batch_size=128 --block_size=$bs --duration=3 --threads=1 2>&1 |
         sed -n 's/.*throughput \([0-9.]*\) GB\/s.*/\1/p' | tail -1)
       kill $tgt 2>/dev/null; wait $tgt 2>/dev/null
-      port=$((port + 1))
+      port=$(free_port) || exit 1
       MC_TLS=tcp "$mc" -t te_$op --local_server_name=127.0.0.1:$port > "$out/te_mc_target.log" 2>&1 &
       tgt=$!; sleep 1
       mine=$(MC_TLS=tcp "$mc" -t te_$op --segment_id=127.0.0.1:$port --batch_size=128 --block_size=$bs \

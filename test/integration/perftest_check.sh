@@ -18,7 +18,7 @@ perftest=$build_dir/src/tools/perf/mc_perftest
 [ -x "$perftest" ] || { echo "no mc_perftest in $build_dir (build it first)"; exit 1; }
 tls=${PERFTEST_TLS:-self tcp sm}
 limit=60                          # seconds any one run may take
-port=$((20000 + $$ % 20000))      # control ports, one per client/server run
+. "$(dirname "$0")/free_port.sh"     # free_port: a control port for each client/server run
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; jobs -p | xargs -r kill 2>/dev/null' EXIT
 
@@ -85,7 +85,7 @@ run_loopback() {
 run_pair() {
   local tl=$1 test=$2 size=$3 iters=$4; shift 4
   local out=$tmp/out.csv what="client/server $tl $test -s $size $*" bytes=$(( ${size//,/+} ))
-  port=$((port + 1))
+  port=$(free_port) || exit 1
   timeout $limit "$perftest" -x "$tl" -p $port --timeout 20 > "$tmp/server" 2>&1 &
   local server=$!
   local rc=0
@@ -136,7 +136,7 @@ run_ucp() {
     timeout $limit "$perftest" -l "${xopt[@]}" -t "$test" -s "$size" -n "$iters" -w 10 -v \
       --timeout 20 "$@" > "$out" 2> "$tmp/err" || rc=$?
   else
-    port=$((port + 1))
+    port=$(free_port) || exit 1
     timeout $limit "$perftest" -p $port --timeout 20 > "$tmp/server" 2>&1 &
     server=$!
     timeout $limit "$perftest" 127.0.0.1 -p $port "${xopt[@]}" -t "$test" -s "$size" \
@@ -273,7 +273,7 @@ timeout 10 "$perftest" -h > "$tmp/help" 2>&1 && grep -q -- '--limits' "$tmp/help
   pass "-h" || fail "-h"
 
 # A server that never comes: a non-zero exit within the timeout.
-port=$((port + 1))
+port=$(free_port) || exit 1
 start=$SECONDS
 timeout $limit "$perftest" 127.0.0.1 -p $port -x sm -t am_lat --timeout 3 > /dev/null 2>&1; rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((SECONDS - start)) -le 10 ]; then
@@ -285,7 +285,7 @@ fi
 # A peer that dies in the middle of a test: the survivor exits non-zero soon.
 for tl in $tls; do
   [ "$tl" = self ] && continue
-  port=$((port + 1))
+  port=$(free_port) || exit 1
   "$perftest" -x "$tl" -p $port --timeout 10 > /dev/null 2>&1 &
   server=$!
   timeout $limit "$perftest" 127.0.0.1 -p $port -x "$tl" -t am_lat -n 1000000000 -w 0 \
