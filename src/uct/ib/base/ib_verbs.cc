@@ -147,6 +147,8 @@ Loaded load() {
     dlclose(lib);
     return l;
   }
+  // Optional: rdma-core before 34 has no dma-buf registration.
+  o.reg_dmabuf_mr = reinterpret_cast<decltype(o.reg_dmabuf_mr)>(dlsym(lib, "ibv_reg_dmabuf_mr"));
   o.post_send = real_post_send;
   o.post_recv = real_post_recv;
   o.poll_cq = real_poll_cq;

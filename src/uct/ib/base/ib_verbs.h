@@ -53,6 +53,11 @@ struct VerbsOps {
   int (*dealloc_pd)(ibv_pd* pd) = nullptr;
   ibv_mr* (*reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) = nullptr;
   int (*dereg_mr)(ibv_mr* mr) = nullptr;
+  /// ibv_reg_dmabuf_mr (rdma-core 34+): registers `length` bytes at `offset`
+  /// of the dma-buf `fd` (GPU memory), addressed by peers as `iova`. Null
+  /// when the provider has none: no dma-buf registration.
+  ibv_mr* (*reg_dmabuf_mr)(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+                           int access) = nullptr;
   ibv_comp_channel* (*create_comp_channel)(ibv_context* context) = nullptr;
   int (*destroy_comp_channel)(ibv_comp_channel* channel) = nullptr;
   ibv_cq* (*create_cq)(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,

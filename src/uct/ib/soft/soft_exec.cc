@@ -25,6 +25,12 @@ bool mr_covers(const MrSlot* m, uint64_t addr, uint64_t len) {
   return addr >= m->addr && len <= m->length && addr - m->addr <= m->length - len;
 }
 
+// Where `addr` (inside `m`) is in the owner's address space: a dma-buf MR
+// is named by its iova, and its pages are the provider's mapping.
+uint64_t mr_local(const MrSlot* m, uint64_t addr) {
+  return m->base + (addr - m->addr);
+}
+
 // Copies between this process and `pid` (memcpy when it is this process).
 bool copy_remote(int32_t pid, bool to_remote, void* local, uint64_t remote, size_t len) {
   if (len == 0) return true;
@@ -40,9 +46,12 @@ bool copy_remote(int32_t pid, bool to_remote, void* local, uint64_t remote, size
 }
 
 // Checks the local SGEs (lkey of this process, in bounds, local write when
-// the data lands there) and returns their total length.
-bool check_local(Fabric* f, const std::vector<ibv_sge>& sge, bool write, uint64_t* total) {
+// the data lands there) and returns their total length and, in `local`,
+// where each one's bytes are in this process.
+bool check_local(Fabric* f, const std::vector<ibv_sge>& sge, bool write, uint64_t* total,
+                 std::vector<uint8_t*>* local) {
   *total = 0;
+  local->clear();
   for (const ibv_sge& s : sge) {
     const MrSlot* m = f->mr_find(s.lkey);
     if (!m || m->pid != getpid() || !mr_covers(m, s.addr, s.length) ||
@@ -50,11 +59,13 @@ bool check_local(Fabric* f, const std::vector<ibv_sge>& sge, bool write, uint64_
       return false;
     }
     *total += s.length;
+    local->push_back(reinterpret_cast<uint8_t*>(mr_local(m, s.addr)));
   }
   return true;
 }
 
-ExecResult exec_rdma(Fabric* f, SendWr& wr, QpSlot* remote, uint64_t total) {
+ExecResult exec_rdma(Fabric* f, SendWr& wr, QpSlot* remote, uint64_t total,
+                     const std::vector<uint8_t*>& local) {
   const bool write = wr.opcode == IBV_WR_RDMA_WRITE;
   if (total == 0) return {};  // zero-length RDMA checks no rkey
   MrSlot* m = f->mr_find(wr.rkey);
@@ -64,23 +75,24 @@ ExecResult exec_rdma(Fabric* f, SendWr& wr, QpSlot* remote, uint64_t total) {
     remote->state = IBV_QPS_ERR;  // the responder's QP fails with the NAK too
     return {false, IBV_WC_REM_ACCESS_ERR};
   }
-  uint64_t raddr = wr.remote_addr;
+  uint64_t raddr = mr_local(m, wr.remote_addr);
   if (!wr.inline_data.empty()) {
     if (!copy_remote(m->pid, true, wr.inline_data.data(), raddr, total)) {
       return {false, IBV_WC_REM_ACCESS_ERR};
     }
     return {};
   }
-  for (const ibv_sge& s : wr.sge) {
-    if (!copy_remote(m->pid, write, reinterpret_cast<void*>(s.addr), raddr, s.length)) {
+  for (size_t i = 0; i < wr.sge.size(); ++i) {
+    if (!copy_remote(m->pid, write, local[i], raddr, wr.sge[i].length)) {
       return {false, IBV_WC_REM_ACCESS_ERR};
     }
-    raddr += s.length;
+    raddr += wr.sge[i].length;
   }
   return {};
 }
 
-ExecResult exec_send(SendWr& wr, QpSlot* remote, uint32_t src_qpn, uint64_t total) {
+ExecResult exec_send(SendWr& wr, QpSlot* remote, uint32_t src_qpn, uint64_t total,
+                     const std::vector<uint8_t*>& local) {
   if (total > kMsgMax) return {false, IBV_WC_LOC_LEN_ERR};
   if (remote->tail - remote->head >= kRingSlots) return {true, IBV_WC_SUCCESS};
   RingSlot& slot = remote->ring[remote->tail % kRingSlots];
@@ -88,9 +100,9 @@ ExecResult exec_send(SendWr& wr, QpSlot* remote, uint32_t src_qpn, uint64_t tota
   if (!wr.inline_data.empty()) {
     std::memcpy(p, wr.inline_data.data(), total);
   } else {
-    for (const ibv_sge& s : wr.sge) {
-      std::memcpy(p, reinterpret_cast<void*>(s.addr), s.length);
-      p += s.length;
+    for (size_t i = 0; i < wr.sge.size(); ++i) {
+      std::memcpy(p, local[i], wr.sge[i].length);
+      p += wr.sge[i].length;
     }
   }
   slot.length = static_cast<uint32_t>(total);
@@ -115,13 +127,14 @@ ExecResult exec(Fabric* f, SoftQp* q, QpSlot* self, SendWr& wr) {
   }
   uint64_t total = wr.inline_data.size();
   const bool lands_locally = wr.opcode == IBV_WR_RDMA_READ;
-  if (wr.inline_data.empty() && !check_local(f, wr.sge, lands_locally, &total)) {
+  std::vector<uint8_t*> local;
+  if (wr.inline_data.empty() && !check_local(f, wr.sge, lands_locally, &total, &local)) {
     return {false, IBV_WC_LOC_PROT_ERR};
   }
   switch (wr.opcode) {
     case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_READ: return exec_rdma(f, wr, remote, total);
-    case IBV_WR_SEND: return exec_send(wr, remote, self->qpn, total);
+    case IBV_WR_RDMA_READ: return exec_rdma(f, wr, remote, total, local);
+    case IBV_WR_SEND: return exec_send(wr, remote, self->qpn, total, local);
     default: return {false, IBV_WC_LOC_QP_OP_ERR};
   }
 }
@@ -180,17 +193,18 @@ bool run_rq(Fabric* f, SoftQp* q) {
     } else {
       RingSlot& m = self->ring[self->head % kRingSlots];
       uint64_t room = 0;
+      std::vector<uint8_t*> local;
       if (rwr.malformed) {
         wc.status = IBV_WC_LOC_LEN_ERR;
-      } else if (!check_local(f, rwr.sge, true, &room)) {
+      } else if (!check_local(f, rwr.sge, true, &room, &local)) {
         wc.status = IBV_WC_LOC_PROT_ERR;
       } else if (room < m.length) {
         wc.status = IBV_WC_LOC_LEN_ERR;
       } else {
         const uint8_t* p = m.data;
-        for (const ibv_sge& s : rwr.sge) {
-          const size_t n = std::min<size_t>(s.length, m.data + m.length - p);
-          std::memcpy(reinterpret_cast<void*>(s.addr), p, n);
+        for (size_t i = 0; i < rwr.sge.size(); ++i) {
+          const size_t n = std::min<size_t>(rwr.sge[i].length, m.data + m.length - p);
+          std::memcpy(local[i], p, n);
           p += n;
         }
         wc.byte_len = m.length;

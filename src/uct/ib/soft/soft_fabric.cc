@@ -21,7 +21,7 @@ namespace mc::uct::ib::soft {
 namespace {
 
 constexpr uint32_t kMagic = 0x4d434942;  // "MCIB"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;         // 2: MrSlot::base
 
 std::string shm_path(const std::string& name) { return "/dev/shm/mc-ibsoft-" + name; }
 

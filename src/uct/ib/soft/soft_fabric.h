@@ -27,8 +27,11 @@ struct MrSlot {
   int32_t pid;
   uint32_t dev;
   uint32_t access;  ///< ibv_access_flags
-  uint64_t addr;
+  uint64_t addr;    ///< the first address peers and SGEs name (the iova)
   uint64_t length;
+  /// Where `addr` is in the owner's address space: addr itself, or for a
+  /// dma-buf MR the provider's own mapping of the buffer.
+  uint64_t base;
 };
 
 struct RingSlot {

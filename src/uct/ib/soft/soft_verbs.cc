@@ -5,6 +5,7 @@
 
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -142,17 +143,21 @@ bool mapped(void* addr, size_t length) {
   return mincore(reinterpret_cast<void*>(start), end - start, vec.data()) == 0;
 }
 
-ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
-  // As the verbs spec: remote write needs local write.
-  if (!addr || length == 0 ||
-      ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  if (!mapped(addr, length)) {
-    errno = EFAULT;  // what pinning an unmapped page gives
-    return nullptr;
-  }
+// An MR; a dma-buf MR also owns the provider's mapping of the buffer.
+struct SoftMr {
+  ibv_mr mr;
+  void* map = nullptr;
+  size_t map_length = 0;
+};
+
+// As the verbs spec: remote write needs local write.
+bool access_valid(int access) {
+  return !(access & IBV_ACCESS_REMOTE_WRITE) || (access & IBV_ACCESS_LOCAL_WRITE);
+}
+
+// Makes the MR of `length` bytes named from `iova` on, whose bytes are at
+// `base` in this process; ENOMEM when the fabric has no slot left.
+SoftMr* mr_make(ibv_pd* pd, uint64_t iova, size_t length, int access, uint64_t base) {
   Provider& p = provider();
   Fabric::Guard g(p.fabric);
   MrSlot* slot = p.fabric->mr_alloc();
@@ -162,23 +167,70 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
   }
   slot->dev = dev_of(pd->context);
   slot->access = static_cast<uint32_t>(access);
-  slot->addr = reinterpret_cast<uintptr_t>(addr);
+  slot->addr = iova;
   slot->length = length;
-  auto* mr = new ibv_mr{};
-  mr->context = pd->context;
-  mr->pd = pd;
-  mr->addr = addr;
-  mr->length = length;
-  mr->lkey = mr->rkey = slot->key;
+  slot->base = base;
+  auto* mr = new SoftMr{};
+  mr->mr.context = pd->context;
+  mr->mr.pd = pd;
+  mr->mr.addr = reinterpret_cast<void*>(iova);
+  mr->mr.length = length;
+  mr->mr.lkey = mr->mr.rkey = slot->key;
   return mr;
 }
 
-int dereg_mr(ibv_mr* mr) {
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  if (!addr || length == 0 || !access_valid(access)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (!mapped(addr, length)) {
+    errno = EFAULT;  // what pinning an unmapped page gives
+    return nullptr;
+  }
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  SoftMr* mr = mr_make(pd, a, length, access, a);
+  return mr ? &mr->mr : nullptr;
+}
+
+// A dma-buf (for tests: any file, e.g. a memfd standing for GPU memory) is
+// mapped shared from the page holding `offset`, so that RDMA through the MR
+// touches the exporter's pages, as a NIC's DMA does; the fd may be closed
+// after registration. EINVAL when the range lies beyond the buffer.
+ibv_mr* reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+                      int access) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return nullptr;  // EBADF
+  if (length == 0 || iova == 0 || !access_valid(access) ||
+      offset > static_cast<uint64_t>(st.st_size) ||
+      length > static_cast<uint64_t>(st.st_size) - offset) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t skip = offset & (page - 1);
+  void* map = mmap(nullptr, skip + length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                   static_cast<off_t>(offset - skip));
+  if (map == MAP_FAILED) return nullptr;  // errno from mmap
+  SoftMr* mr = mr_make(pd, iova, length, access, reinterpret_cast<uintptr_t>(map) + skip);
+  if (!mr) {
+    munmap(map, skip + length);
+    errno = ENOMEM;
+    return nullptr;
+  }
+  mr->map = map;
+  mr->map_length = skip + length;
+  return &mr->mr;
+}
+
+int dereg_mr(ibv_mr* m) {
   Provider& p = provider();
   {
     Fabric::Guard g(p.fabric);
-    if (MrSlot* slot = p.fabric->mr_find(mr->lkey)) slot->key = 0;
+    if (MrSlot* slot = p.fabric->mr_find(m->lkey)) slot->key = 0;
   }
+  auto* mr = reinterpret_cast<SoftMr*>(m);
+  if (mr->map) munmap(mr->map, mr->map_length);
   delete mr;
   return 0;
 }
@@ -360,6 +412,7 @@ VerbsOps make_ops() {
   o.dealloc_pd = dealloc_pd;
   o.reg_mr = reg_mr;
   o.dereg_mr = dereg_mr;
+  o.reg_dmabuf_mr = reg_dmabuf_mr;
   o.create_comp_channel = create_comp_channel;
   o.destroy_comp_channel = destroy_comp_channel;
   o.create_cq = create_cq;
