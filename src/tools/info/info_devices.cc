@@ -87,6 +87,11 @@ void memory_domain(uct::Component& c, const std::string& name, const ucs::config
   mem_types(a.reg_mem_types, f.key("register_mem_types"));
   mem_types(a.access_mem_types, f.key("access_mem_types"));
   mem_types(a.detect_mem_types, f.key("detect_mem_types"));
+  std::ostream& n = f.key("notes");
+  n << "[";
+  JsonList notes(n);
+  for (const std::string& note : a.notes) notes.item() << json_string(note);
+  n << "]";
   std::ostream& t = f.key("transports");
   t << "[";
   JsonList tls(t);

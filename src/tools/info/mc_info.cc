@@ -170,6 +170,7 @@ void print_devices() {
                 << "#     memory types: register " << mem_types_string(a.reg_mem_types)
                 << ", access " << mem_types_string(a.access_mem_types) << ", detect "
                 << mem_types_string(a.detect_mem_types) << "\n";
+      for (const std::string& note : a.notes) std::cout << "#     " << note << "\n";
       const std::vector<uct::TlResource> tls = (*md)->query_tl_resources();
       if (tls.empty()) std::cout << "#      no transport resources: no device found\n";
       for (const uct::TlResource& tl : tls) print_iface(**md, tl);

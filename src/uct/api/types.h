@@ -117,6 +117,9 @@ struct MdAttr {
   size_t max_alloc = 0;
   size_t max_reg = SIZE_MAX;
   size_t rkey_packed_size = 0;       ///< upper bound of mkey_pack() output
+  /// Facts particular to the md, one line each, for people (mc_info -d):
+  /// "GPU memory registration: none (libcuda.so.1 not found: ...)".
+  std::vector<std::string> notes;
 };
 
 /// Access requested when registering memory.

@@ -62,7 +62,27 @@ const ucs::config::Table& ib_config_table() {
        field("IB_REG_THREADS", "8",
              "Most threads one batch registration (mem_reg_batch) registers buffers with at "
              "once; 1 registers them one after the other.",
-             &IbConfig::reg_threads, ucs::config::uint_parser(1, 64))});
+             &IbConfig::reg_threads, ucs::config::uint_parser(1, 64)),
+       field("IB_GPU_REG", "auto",
+             "How GPU (CUDA device) memory is registered: dmabuf (a dma-buf of the range from "
+             "the CUDA driver, cuMemGetHandleForAddressRange, then ibv_reg_dmabuf_mr of "
+             "rdma-core 34+), peermem (plain ibv_reg_mr, served by the nvidia_peermem or "
+             "nv_peer_mem kernel module), auto (dmabuf when both ends have it, else peermem "
+             "when the module is loaded) or off (host memory only). mc_info -d says which "
+             "path is active, or why none is.",
+             &IbConfig::gpu_reg,
+             ucs::config::enum_parser<GpuRegMode>({{"auto", GpuRegMode::Auto},
+                                                   {"dmabuf", GpuRegMode::DmaBuf},
+                                                   {"peermem", GpuRegMode::PeerMem},
+                                                   {"off", GpuRegMode::Off}})),
+       field("IB_CUDA_DRIVER", "libcuda.so.1",
+             "The CUDA driver library GPU registration loads at run time (dlopen: a name "
+             "searched as usual, or a path).",
+             &IbConfig::cuda_driver, ucs::config::string_parser()),
+       field("IB_SYS_MODULE", "/sys/module",
+             "Directory of the loaded kernel modules, where the peer-memory path looks for "
+             "nvidia_peermem and nv_peer_mem (a fixture tree in tests).",
+             &IbConfig::sys_module, ucs::config::string_parser())});
   return table;
 }
 

@@ -15,6 +15,9 @@ namespace mc::uct::ib {
 
 enum class Provider { Verbs, Soft };
 
+/// How GPU (CUDA) memory is registered (MC_IB_GPU_REG).
+enum class GpuRegMode { Auto, DmaBuf, PeerMem, Off };
+
 struct IbConfig {
   Provider provider;                  ///< MC_IB_PROVIDER
   std::string soft_fabric;            ///< MC_IB_SOFT_FABRIC
@@ -27,6 +30,9 @@ struct IbConfig {
   uint64_t pkey_index;                ///< MC_PKEY_INDEX
   uint64_t service_level;             ///< MC_IB_SL
   uint64_t reg_threads;               ///< MC_IB_REG_THREADS
+  GpuRegMode gpu_reg;                 ///< MC_IB_GPU_REG
+  std::string cuda_driver;            ///< MC_IB_CUDA_DRIVER
+  std::string sys_module;             ///< MC_IB_SYS_MODULE
 };
 
 /// The "ib devices" table (prefix "": the knobs keep Mooncake's names).

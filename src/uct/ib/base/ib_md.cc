@@ -50,7 +50,7 @@ Result<uint32_t> IbRkey::for_device(uint64_t guid) const {
 
 IbMd::IbMd(std::string name, const VerbsOps* ops, const IbConfig& config, std::string why,
            bool need_mlx5)
-    : name_(std::move(name)), ops_(ops), config_(config), why_(std::move(why)) {
+    : name_(std::move(name)), ops_(ops), config_(config), why_(std::move(why)), gpu_(config, ops) {
   if (ops_) devices_ = IbDevice::open_all(ops_, config_, &why_);
   if (need_mlx5 && !devices_.empty()) {
     std::string others;
@@ -68,13 +68,16 @@ IbMd::IbMd(std::string name, const VerbsOps* ops, const IbConfig& config, std::s
   if (devices_.empty()) {
     MC_LOG_ONCE(info) << name_ << ": " << why_;
   }
+  MC_LOG(debug) << name_ << ": " << gpu_.describe();
 }
 
 MdAttr IbMd::query() const {
   MdAttr attr;
   attr.flags = kMdReg | kMdNeedRkey;
   attr.reg_mem_types = mem_type_bit(MemType::Host);
-  attr.access_mem_types = mem_type_bit(MemType::Host);
+  if (gpu_.path() != IbGpuReg::Path::None) attr.reg_mem_types |= mem_type_bit(MemType::Cuda);
+  attr.access_mem_types = attr.reg_mem_types;  // the NIC reaches what it registered
+  attr.notes.push_back(gpu_.describe());
   attr.reg_cost = LinearFunc{16e-6, 0.06e-9};  // pinning dominates: per call and per page
   attr.max_reg = devices_.empty() ? 0 : devices_[0]->device_attr().max_mr_size;
   attr.rkey_packed_size =
@@ -99,8 +102,10 @@ int IbMd::find_device(const std::string& dev_name) const {
 
 // A live region is shared when it is the same range with the same access,
 // or, for purely local use, any region that covers the range: a remote
-// peer must never gain a wider window than the one registered for it.
-std::shared_ptr<IbRegion> IbMd::region_get(uintptr_t start, size_t length, int access) {
+// peer must never gain a wider window than the one registered for it. Only
+// regions of the same memory type are shared.
+std::shared_ptr<IbRegion> IbMd::region_get(uintptr_t start, size_t length, int access,
+                                           MemType type) {
   const bool remote = access & (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
   for (auto it = regions_.begin(); it != regions_.end() && it->first <= start;) {
     std::shared_ptr<IbRegion> r = it->second.lock();
@@ -111,25 +116,51 @@ std::shared_ptr<IbRegion> IbMd::region_get(uintptr_t start, size_t length, int a
     const bool exact = r->start == start && r->length == length && r->access == access;
     const bool covers =
         !remote && start - r->start <= r->length && length <= r->length - (start - r->start);
-    if (exact || covers) return r;
+    if ((exact || covers) && r->mem_type == type) return r;
     ++it;
   }
   return nullptr;
 }
 
-Result<std::shared_ptr<IbRegion>> IbMd::region_reg(uintptr_t start, size_t length, int access) {
+Result<std::optional<DmaBuf>> IbMd::gpu_dmabuf(uintptr_t start, size_t length) {
+  if (gpu_.path() == IbGpuReg::Path::PeerMem) return std::optional<DmaBuf>();
+  std::string error;
+  Result<DmaBuf> buf = gpu_.export_dmabuf(start, length, &error);
+  if (buf.ok()) return std::optional<DmaBuf>(std::move(*buf));
+  if (gpu_.peermem_fallback() && buf.status() != Status::InvalidParam) {
+    MC_LOG_ONCE(warn) << name_ << ": GPU memory at 0x" << std::hex << start << std::dec
+                      << " has no dma-buf (" << error << "); registering through peer memory";
+    return std::optional<DmaBuf>();
+  }
+  MC_LOG(error) << name_ << ": cannot register " << length << " bytes of GPU memory at 0x"
+                << std::hex << start << std::dec << ": " << error;
+  return buf.status();
+}
+
+Result<std::shared_ptr<IbRegion>> IbMd::region_reg(uintptr_t start, size_t length, int access,
+                                                   MemType type) {
   auto region = std::make_shared<IbRegion>();
   region->start = start;
   region->length = length;
   region->access = access;
+  region->mem_type = type;
   region->ops = ops_;
+  std::optional<DmaBuf> dmabuf;
+  if (type == MemType::Cuda) {
+    MC_ASSIGN_OR_RETURN(dmabuf, gpu_dmabuf(start, length));
+  }
+  // The dma-buf fd is only needed while registering: it closes on return.
+  const char* call = dmabuf ? "ibv_reg_dmabuf_mr" : "ibv_reg_mr";
   for (const auto& d : devices_) {
-    ibv_mr* mr = ops_->reg_mr(d->pd(), reinterpret_cast<void*>(start), length, access);
+    ibv_mr* mr =
+        dmabuf ? ops_->reg_dmabuf_mr(d->pd(), dmabuf->offset(), length, start, dmabuf->fd(), access)
+               : ops_->reg_mr(d->pd(), reinterpret_cast<void*>(start), length, access);
     if (!mr) {
       // The MRs already made go with `region`.
       const int err = errno;
-      MC_LOG(error) << name_ << ": ibv_reg_mr of " << length << " bytes at 0x" << std::hex << start
-                    << std::dec << " on " << d->name() << ": " << std::strerror(err);
+      MC_LOG(error) << name_ << ": " << call << " of " << length << " bytes"
+                    << (type == MemType::Cuda ? " of GPU memory" : "") << " at 0x" << std::hex
+                    << start << std::dec << " on " << d->name() << ": " << std::strerror(err);
       return err == ENOMEM ? Status::NoMemory : Status::IoError;
     }
     region->mrs.push_back(mr);
@@ -148,18 +179,24 @@ Result<std::unique_ptr<MemHandle>> IbMd::mem_reg(void* address, size_t length, u
   }
   const auto start = reinterpret_cast<uintptr_t>(address);
   const int a = ibv_access(access);
+  const MemType type = gpu_.is_gpu(address) ? MemType::Cuda : MemType::Host;
+  if (type == MemType::Cuda && gpu_.path() == IbGpuReg::Path::None) {
+    MC_LOG(error) << name_ << ": cannot register " << length << " bytes of GPU memory at "
+                  << address << ": " << gpu_.describe();
+    return Status::Unsupported;
+  }
   std::shared_ptr<IbRegion> region;
   {
     std::lock_guard guard(lock_);
-    region = region_get(start, length, a);
+    region = region_get(start, length, a, type);
   }
   if (!region) {
     // Registered without the lock, so that a batch pins its buffers in
     // parallel; a region another thread registered meanwhile wins, and
     // ours is deregistered as it goes.
-    MC_ASSIGN_OR_RETURN(std::shared_ptr<IbRegion> fresh, region_reg(start, length, a));
+    MC_ASSIGN_OR_RETURN(std::shared_ptr<IbRegion> fresh, region_reg(start, length, a, type));
     std::lock_guard guard(lock_);
-    region = region_get(start, length, a);
+    region = region_get(start, length, a, type);
     if (!region) {
       regions_.emplace(start, fresh);
       region = std::move(fresh);

@@ -8,11 +8,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "uct/api/md.h"
 #include "uct/ib/base/ib_device.h"
+#include "uct/ib/base/ib_gpu_reg.h"
 
 namespace mc::uct::ib {
 
@@ -22,15 +24,16 @@ struct IbRegion {
   ~IbRegion();
   uintptr_t start = 0;
   size_t length = 0;
-  int access = 0;            ///< ibv_access_flags
-  std::vector<ibv_mr*> mrs;  ///< per device, in IbMd::devices() order
+  int access = 0;                    ///< ibv_access_flags
+  MemType mem_type = MemType::Host;  ///< Host, or Cuda (registered by the GPU path)
+  std::vector<ibv_mr*> mrs;          ///< per device, in IbMd::devices() order
   const VerbsOps* ops = nullptr;
 };
 
 class IbMemHandle : public MemHandle {
  public:
   IbMemHandle(void* address, size_t length, unsigned access, std::shared_ptr<IbRegion> region)
-      : MemHandle(address, length, access, MemType::Host), region_(std::move(region)) {}
+      : MemHandle(address, length, access, region->mem_type), region_(std::move(region)) {}
   uint32_t lkey(size_t dev) const { return region_->mrs[dev]->lkey; }
   const IbRegion& region() const { return *region_; }
 
@@ -57,6 +60,8 @@ class IbMd : public MemoryDomain {
   const std::string& name() const override { return name_; }
   MdAttr query() const override;
   std::vector<TlResource> query_tl_resources() const override;
+  /// Registers host memory, and CUDA device memory through the path
+  /// gpu_reg() chose (Unsupported, naming why, when there is none).
   Result<std::unique_ptr<MemHandle>> mem_reg(void* address, size_t length,
                                              unsigned access) override;
   /// Registers the buffers on up to MC_IB_REG_THREADS threads (pinning,
@@ -75,20 +80,29 @@ class IbMd : public MemoryDomain {
   const IbConfig& ib_config() const { return config_; }
   const VerbsOps* ops() const { return ops_; }
   const std::string& no_device_reason() const { return why_; }
+  const IbGpuReg& gpu_reg() const { return gpu_; }
 
  private:
-  std::shared_ptr<IbRegion> region_get(uintptr_t start, size_t length, int access);
-  Result<std::shared_ptr<IbRegion>> region_reg(uintptr_t start, size_t length, int access);
+  std::shared_ptr<IbRegion> region_get(uintptr_t start, size_t length, int access, MemType type);
+  Result<std::shared_ptr<IbRegion>> region_reg(uintptr_t start, size_t length, int access,
+                                               MemType type);
+  /// The dma-buf of a GPU range to register; nullopt (with Ok) when the
+  /// range goes through ibv_reg_mr instead (peer memory).
+  Result<std::optional<DmaBuf>> gpu_dmabuf(uintptr_t start, size_t length);
 
   std::string name_;
   const VerbsOps* ops_;
   IbConfig config_;
   std::string why_;
   std::vector<std::unique_ptr<IbDevice>> devices_;
+  IbGpuReg gpu_;
   // The registration cache: live regions by start address; `lock_` guards
   // it and is never held across a registration call. It never hooks
   // malloc, so it only shares a region while some handle holds it: a
-  // region outlives no handle, and stale translations cannot arise.
+  // region outlives no handle, and stale translations cannot arise. That
+  // holds for GPU ranges as well (cudaFree of a registered range is the
+  // caller's error, as free() of a host one); a region is shared only with
+  // a registration of the same memory type.
   mutable std::mutex lock_;
   std::multimap<uintptr_t, std::weak_ptr<IbRegion>> regions_;
 };
