@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include "ucs/config/parser.h"
 #include "ucs/config/registry.h"
 #include "ucs/config/table.h"
+#include "uct/api/types.h"
 
 namespace mc::ucp {
 
@@ -43,7 +45,16 @@ struct ContextConfig {
   /// MC_LANE_RECONNECT_INTERVAL: first delay before a failed lane is connected
   /// again (doubling per failed attempt, up to 8 times); zero: never.
   ucs::config::Duration lane_reconnect_interval{};
+  /// MC_RNDV_FRAG_SIZE: bytes of one staging fragment per memory type of the
+  /// local buffer ("host", "cuda", "cuda-managed"); a missing type takes its
+  /// default (rndv_frag_size()).
+  std::map<std::string, size_t> rndv_frag_size;
+  uint64_t staging_depth = 4;  ///< MC_STAGING_DEPTH: bounce buffers of one staged request
 };
+
+/// The staging fragment of memory type `type` from MC_RNDV_FRAG_SIZE, or its
+/// default (host 512 KiB, cuda and cuda-managed 4 MiB).
+size_t rndv_frag_size(const ContextConfig& config, uct::MemType type);
 
 /// The table of ContextConfig (global knobs, prefix "MC_").
 const ucs::config::Table& context_config_table();

@@ -27,6 +27,11 @@ struct ContextParams {
   const ucs::config::Sources* sources = nullptr;
   /// Use this configuration instead of reading the table (tests, embedders).
   std::optional<ContextConfig> config;
+  /// Components linked into the application (tests, embedders) rather than
+  /// loaded as modules: opened after the modules' components, filtered by
+  /// MC_TLS like them, their configuration tables registered. Each must
+  /// outlive the context.
+  std::vector<uct::Component*> components;
 };
 
 /// An open memory domain.

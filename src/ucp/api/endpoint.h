@@ -15,6 +15,7 @@
 #include "ucp/api/rkey.h"
 #include "ucp/proto/ep_protocols.h"
 #include "ucp/proto/lane_runtime.h"
+#include "ucp/proto/rma_op.h"
 #include "ucp/wireup/address.h"
 #include "ucp/wireup/lane_select.h"
 
@@ -101,6 +102,14 @@ class Endpoint {
   Result<std::shared_ptr<Request>> rma(proto::Op op, void* buffer, size_t length,
                                        uint64_t remote_addr, const Rkey& rkey,
                                        const RequestParams& params);
+  /// The parameters of an RmaOp moving [buffer, +length) by `range`.
+  proto::RmaParams rma_params(proto::Op op, const proto::ProtoRange& range, void* buffer,
+                              size_t length, uint64_t remote_addr, const Rkey& rkey,
+                              const MemHandle* memh, const RailPreference* rails) const;
+  /// A put or get of `mem` memory through host bounce buffers (staging).
+  Result<std::shared_ptr<Request>> rma_staged(proto::Op op, const proto::Staging& staging,
+                                              void* buffer, size_t length, uint64_t remote_addr,
+                                              const Rkey& rkey, const RequestParams& params);
   /// A put that one UCT call on its first lane completes at once (short or
   /// bcopy, one slice, no device preference): its completed request, or
   /// null when it was not done (the general path then takes it).

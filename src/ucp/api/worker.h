@@ -21,10 +21,14 @@
 #include "ucp/wireup/address.h"
 #include "ucp/wireup/lane_select.h"
 #include "ucs/async/event_loop.h"
+#include "uct/api/ep.h"
 #include "uct/api/iface.h"
 
 namespace mc::ucp {
 
+namespace proto {
+class StagingPool;
+}
 class Endpoint;
 class AmReassembly;
 class RndvSendOp;
@@ -138,6 +142,10 @@ class Worker {
   /// Whether every request of `ep` (every request when null) started
   /// before `seq` has completed.
   bool completed_before(const Endpoint* ep, uint64_t seq) const;
+  /// The memory type of [buffer, +length) as the context's memory domains
+  /// that detect memory types tell it (their range caches); Host when none
+  /// claims it.
+  uct::MemType detect_mem_type(const void* buffer, size_t length) const;
 
  private:
   friend class Endpoint;
@@ -155,6 +163,12 @@ class Worker {
   /// it (the single-slice fast path): Ok, its callback already run.
   std::shared_ptr<Request> completed_request(Endpoint* ep, const RequestParams& params);
   std::shared_ptr<const proto::EpProtocols> protocols_for(const wireup::LaneSelection& sel);
+  /// The endpoint of the memory-type transport on resource `resource` to
+  /// itself (staging copies), made on first use.
+  Result<uct::Endpoint*> memtype_ep(size_t resource);
+  /// The bounce buffers of staged requests of `frag_size` bytes, `count` of
+  /// them, allocated and registered on first use (worker_staging.cc).
+  Result<std::shared_ptr<proto::StagingPool>> staging_pool(size_t frag_size, size_t count);
   // Rendezvous (core/worker_rndv.cc).
   void on_am_rts(const void* data, size_t length);
   void on_am_ats(const void* data, size_t length);
@@ -178,6 +192,10 @@ class Worker {
   std::vector<Endpoint*> reconnecting_;  ///< endpoints with a failed lane to connect again
   std::map<const uct::Endpoint*, std::pair<Endpoint*, size_t>> uct_eps_;          ///< -> (ep, lane)
   std::map<std::string, std::shared_ptr<const proto::EpProtocols>> proto_cache_;  ///< by lanes
+  // Staging: memory-type endpoints by resource (destroyed before ifaces_),
+  // bounce-buffer pools by fragment size (shared with the ops using them).
+  std::map<size_t, std::unique_ptr<uct::Endpoint>> memtype_eps_;
+  std::map<size_t, std::shared_ptr<proto::StagingPool>> staging_pools_;
   uint64_t next_seq_ = 1;
   uint64_t next_message_id_ = 1;
   // Rendezvous: the sender's ops awaiting an acknowledgement, by id; the

@@ -26,7 +26,35 @@ cfg::Parser<cfg::Duration> reconnect_interval_parser() {
   return p;
 }
 
+// The staging fragment of each memory type: the key:value list of sizes,
+// its keys the names of the memory types that can be staged.
+cfg::Parser<std::map<std::string, size_t>> frag_size_parser() {
+  cfg::Parser<std::map<std::string, size_t>> p =
+      cfg::key_value_parser(cfg::size_parser(4096, size_t{1} << 30));
+  const auto inner = p.parse;
+  p.syntax += "; keys host, cuda, cuda-managed";
+  p.parse = [inner](std::string_view text, std::map<std::string, size_t>* out) {
+    std::map<std::string, size_t> m;
+    MC_RETURN_IF_ERROR(inner(text, &m));
+    std::map<std::string, size_t> lower;
+    for (const auto& [key, value] : m) {
+      const std::string k = cfg::to_lower(key);
+      if (k != "host" && k != "cuda" && k != "cuda-managed") return ucs::Status::InvalidParam;
+      if (!lower.emplace(k, value).second) return ucs::Status::InvalidParam;
+    }
+    *out = std::move(lower);
+    return ucs::Status::Ok;
+  };
+  return p;
+}
+
 }  // namespace
+
+size_t rndv_frag_size(const ContextConfig& config, uct::MemType type) {
+  auto it = config.rndv_frag_size.find(uct::mem_type_name(type));
+  if (it != config.rndv_frag_size.end()) return it->second;
+  return type == uct::MemType::Host ? size_t{512} << 10 : size_t{4} << 20;
+}
 
 const cfg::Table& context_config_table() {
   static const cfg::Table table(
@@ -104,7 +132,22 @@ const cfg::Table& context_config_table() {
                   "this long, then, while attempts fail, after twice as long each time, up to "
                   "8 times this; once connected, new operations use it again. \"off\": a "
                   "failed lane stays failed for the endpoint's life.",
-                  &ContextConfig::lane_reconnect_interval, reconnect_interval_parser())});
+                  &ContextConfig::lane_reconnect_interval, reconnect_interval_parser()),
+       cfg::field("RNDV_FRAG_SIZE", "host:512k,cuda:4m",
+                  "Bytes of one fragment of the staging protocol, per memory type of the local "
+                  "buffer (host, cuda, cuda-managed; a type not listed keeps its default: host "
+                  "512k, the others 4m). A put or get of memory no network lane can access "
+                  "(GPU memory over tcp or sm) is staged fragment by fragment through pinned "
+                  "host bounce buffers by a memory-type transport (cuda_copy) and a network "
+                  "lane. Host memory is never staged today: its entry is accepted for "
+                  "compatibility.",
+                  &ContextConfig::rndv_frag_size, frag_size_parser()),
+       cfg::field("STAGING_DEPTH", "4",
+                  "Fragments of one staged put or get in flight at a time (each holds one "
+                  "bounce buffer of MC_RNDV_FRAG_SIZE bytes): the copy of one overlaps the "
+                  "network transfer of the others. A worker keeps that many bounce buffers "
+                  "per fragment size, shared by its staged requests.",
+                  &ContextConfig::staging_depth, cfg::uint_parser(1, 64))});
   return table;
 }
 

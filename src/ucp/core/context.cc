@@ -30,6 +30,10 @@ Result<std::unique_ptr<Context>> Context::create(const ContextParams& params) {
   for (uct::Component* component : uct::load_components()) {
     for (const std::string& md_name : component->md_names()) ctx->add_md(component, md_name);
   }
+  for (uct::Component* component : params.components) {
+    component->register_config(ucs::config::Registry::instance());
+    for (const std::string& md_name : component->md_names()) ctx->add_md(component, md_name);
+  }
   // The topology ranks rails by NUMA node; without it there is no preference.
   Result<ucs::Topology> topo = ucs::Topology::discover(ctx->sources_);
   if (topo.ok()) {

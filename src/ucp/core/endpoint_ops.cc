@@ -9,6 +9,7 @@
 #include "ucp/proto/am_op.h"
 #include "ucp/proto/flush_op.h"
 #include "ucp/proto/rma_op.h"
+#include "ucp/proto/staging_op.h"
 #include "ucs/log/log.h"
 
 namespace mc::ucp {
@@ -77,7 +78,11 @@ Status Endpoint::no_protocol(proto::Op op, uct::MemType mem) const {
   if (mem != uct::MemType::Host && !protocols_->table(op, false).ranges().empty()) {
     MC_LOG(error) << "ucp: cannot " << proto::op_name(op) << " " << uct::mem_type_name(mem)
                   << " memory to " << peer_.hostname
-                  << ": memory type unsupported: no lane of the endpoint can access it";
+                  << ": memory type unsupported: no lane of the endpoint can access it"
+                  << (op == proto::Op::Am
+                          ? " (active messages are not staged)"
+                          : ", and no memory-type transport (a copy transport to itself that "
+                            "accesses it, such as cuda_copy) can stage it through host memory");
   } else {
     MC_LOG(error) << "ucp: no lane to " << peer_.hostname << " can " << proto::op_name(op);
   }
@@ -147,27 +152,43 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
     return Status::InvalidParam;
   }
   const bool registered = params.memh && params.memh->contains(buffer, length);
-  const proto::ProtoRange* range =
-      protocols_->table(op, registered, params.mem_type).lookup(length);
-  if (!range) return no_protocol(op, params.mem_type);
+  // Unknown: ask the memory domains that detect memory types (their range
+  // caches); the default, Host, costs nothing here.
+  const uct::MemType mem = params.mem_type == uct::MemType::Unknown
+                               ? worker_->detect_mem_type(buffer, length)
+                               : params.mem_type;
+  const proto::ProtoRange* range = protocols_->table(op, registered, mem).lookup(length);
+  if (!range) {
+    const proto::Staging* staging = protocols_->staging(op, mem);
+    if (staging) return rma_staged(op, *staging, buffer, length, remote_addr, rkey, params);
+    return no_protocol(op, mem);
+  }
   if (op == proto::Op::Put && (!params.rails || params.rails->empty())) {
     std::shared_ptr<Request> r = put_at_once(*range, buffer, length, remote_addr, rkey, params);
     if (r) return r;
   }
+  proto::RmaParams p =
+      rma_params(op, *range, buffer, length, remote_addr, rkey, params.memh, params.rails);
+  return worker_->submit(std::make_unique<proto::RmaOp>(&runtime_, std::move(p)), params, this);
+}
+
+proto::RmaParams Endpoint::rma_params(proto::Op op, const proto::ProtoRange& range, void* buffer,
+                                      size_t length, uint64_t remote_addr, const Rkey& rkey,
+                                      const MemHandle* memh, const RailPreference* rails) const {
   const ContextConfig& cfg = worker_->context().config();
   proto::RmaParams p;
   p.op = op;
   p.buffer = buffer;
   p.length = length;
   p.remote_addr = remote_addr;
-  p.kind = range->kind;
-  LanePlan plan = lanes_for(op, *range, params.rails);
+  p.kind = range.kind;
+  LanePlan plan = lanes_for(op, range, rails);
   p.lanes = std::move(plan.lanes);
   p.rkey = &rkey;
-  p.memh = params.memh;
+  p.memh = memh;
   p.exec = proto::ExecutorParams{p.lanes.size(), cfg.retry_cnt, cfg.slices_in_flight,
                                  std::move(plan.rank)};
-  if (range->kind == ProtoKind::MultiZcopy) {
+  if (range.kind == ProtoKind::MultiZcopy) {
     const size_t slice =
         std::min(cfg.slice_size, rma_fragment(op, p.kind, runtime_, p.lanes, length));
     p.slices = proto::cut_slices(length, slice, cfg.fragment_ratio);
@@ -180,7 +201,45 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
     p.slices =
         proto::cut_slices(length, rma_fragment(op, p.kind, runtime_, p.lanes, length), SIZE_MAX);
   }
-  return worker_->submit(std::make_unique<proto::RmaOp>(&runtime_, std::move(p)), params, this);
+  return p;
+}
+
+Result<std::shared_ptr<Request>> Endpoint::rma_staged(proto::Op op, const proto::Staging& staging,
+                                                      void* buffer, size_t length,
+                                                      uint64_t remote_addr, const Rkey& rkey,
+                                                      const RequestParams& params) {
+  const ResourceInfo& res = worker_->context().resources()[staging.resource];
+  const MdEntry& md = worker_->context().mds()[res.md_index];
+  MC_ASSIGN_OR_RETURN(uct::Endpoint * copy_ep, worker_->memtype_ep(staging.resource));
+  MC_ASSIGN_OR_RETURN(std::shared_ptr<proto::StagingPool> pool,
+                      worker_->staging_pool(staging.frag_size, staging.depth));
+  proto::StagingParams p;
+  p.op = op;
+  p.buffer = buffer;
+  p.length = length;
+  p.remote_addr = remote_addr;
+  p.frag_size = staging.frag_size;
+  p.depth = staging.depth;
+  p.copy_ep = copy_ep;
+  p.copy_md = md.md.get();
+  p.copy_md_index = res.md_index;
+  p.user_memh = params.memh ? params.memh->uct_memh(res.md_index) : nullptr;
+  p.pool = pool;
+  // Each fragment goes by the registered host table (the pool is
+  // registered); the rails are read now, as the caller's copy may go.
+  std::shared_ptr<RailPreference> rails =
+      params.rails && !params.rails->empty() ? std::make_shared<RailPreference>(*params.rails)
+                                             : nullptr;
+  const MemHandle* bounce_memh = &pool->memh();
+  p.network = [this, op, &rkey, rails, bounce_memh](
+                  void* bounce, size_t len,
+                  uint64_t raddr) -> Result<std::unique_ptr<proto::RequestOp>> {
+    const proto::ProtoRange* range = protocols_->table(op, true).lookup(len);
+    if (!range) return no_protocol(op, uct::MemType::Host);
+    proto::RmaParams rp = rma_params(op, *range, bounce, len, raddr, rkey, bounce_memh, rails.get());
+    return std::unique_ptr<proto::RequestOp>(new proto::RmaOp(&runtime_, std::move(rp)));
+  };
+  return worker_->submit(std::make_unique<proto::StagingOp>(std::move(p)), params, this);
 }
 
 // What RmaOp::issue_on does with a single short or bcopy slice on the

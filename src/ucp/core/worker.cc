@@ -65,6 +65,7 @@ Worker::~Worker() {
   active_.clear();
   rndv_recvs_.clear();
   reply_eps_.clear();
+  memtype_eps_.clear();
   ifaces_.clear();
   if (async_) (void)async_->stop();
   if (epfd_ >= 0) close(epfd_);

@@ -73,6 +73,10 @@ std::shared_ptr<const proto::EpProtocols> Worker::protocols_for(const wireup::La
   params.bcopy_thresh = cfg.bcopy_thresh;
   params.zcopy_thresh = cfg.zcopy_thresh;
   params.rndv_thresh = cfg.rndv_thresh;
+  for (size_t m = 0; m < proto::kProtoMemTypes; ++m) {
+    params.frag_size[m] = rndv_frag_size(cfg, static_cast<uct::MemType>(m));
+  }
+  params.staging_depth = cfg.staging_depth;
   auto tables =
       std::make_shared<const proto::EpProtocols>(proto::EpProtocols::build(sel, local_, params));
   proto_cache_.emplace(key.str(), tables);

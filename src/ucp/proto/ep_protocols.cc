@@ -118,6 +118,28 @@ ProtoTable build_table(Op op, bool registered, uct::MemType mem, const wireup::L
   return select_protocols(p);
 }
 
+// The first enabled local memory-type transport that copies between host
+// memory and `mem`: connect-to-self, zero-copy put and get. -1: none.
+int staging_resource(const std::vector<wireup::LocalResource>& local, uct::MemType mem) {
+  const uint64_t need = uct::kCapConnectToSelf | uct::kCapPutZcopy | uct::kCapGetZcopy;
+  const uct::MemTypeMask types = uct::mem_type_bit(mem) | uct::mem_type_bit(uct::MemType::Host);
+  for (size_t i = 0; i < local.size(); ++i) {
+    const uct::IfaceAttr& a = local[i].attr;
+    if (local[i].enabled && (a.cap & need) == need && (a.access_mem_types & types) == types) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+std::string size_text(size_t n) {
+  if (n >= (size_t{1} << 20) && n % (size_t{1} << 20) == 0) {
+    return std::to_string(n >> 20) + " MiB";
+  }
+  if (n >= 1024 && n % 1024 == 0) return std::to_string(n >> 10) + " KiB";
+  return std::to_string(n) + " B";
+}
+
 }  // namespace
 
 EpProtocols EpProtocols::build(const wireup::LaneSelection& sel,
@@ -132,7 +154,28 @@ EpProtocols EpProtocols::build(const wireup::LaneSelection& sel,
       }
     }
   }
+  for (size_t m = 1; m < kProtoMemTypes; ++m) {
+    const auto mem = static_cast<uct::MemType>(m);
+    const bool direct = !e.table(Op::Put, true, mem).ranges().empty() ||
+                        !e.table(Op::Get, true, mem).ranges().empty();
+    const int r = staging_resource(local, mem);
+    if (direct || r < 0) continue;
+    const uct::IfaceAttr& a = local[static_cast<size_t>(r)].attr;
+    Staging st;
+    st.resource = static_cast<size_t>(r);
+    st.name = local[st.resource].tl_name + "/" + local[st.resource].dev_name;
+    // A fragment is one zero-copy operation of the copy transport.
+    st.frag_size = std::min({params.frag_size[m], a.put.max_zcopy, a.get.max_zcopy});
+    st.depth = std::max<size_t>(params.staging_depth, 1);
+    if (st.frag_size > 0) e.staging_[m] = st;
+  }
   return e;
+}
+
+const Staging* EpProtocols::staging(Op op, uct::MemType mem) const {
+  const auto m = static_cast<size_t>(mem);
+  if (op == Op::Am || m == 0 || m >= kProtoMemTypes || !staging_[m]) return nullptr;
+  return table(op, true).ranges().empty() ? nullptr : &*staging_[m];
 }
 
 const ProtoTable& EpProtocols::table(Op op, bool registered, uct::MemType mem) const {
@@ -155,9 +198,29 @@ void EpProtocols::print(std::ostream& os) const {
     const auto mem = static_cast<uct::MemType>(m);
     bool any = false;
     for (Op op : {Op::Put, Op::Get, Op::Am}) any = any || !table(op, true, mem).ranges().empty();
+    if (!any && staging_[m]) {
+      const Staging& st = *staging_[m];
+      os << " with a " << uct::mem_type_name(mem)
+         << " buffer (no lane can access it: staged through host bounce buffers):\n";
+      for (Op op : {Op::Put, Op::Get}) {
+        if (!staging(op, mem)) {
+          os << "  " << op_name(op) << ": no protocol (no lane)\n";
+          continue;
+        }
+        os << "  " << op_name(op) << " staged via " << st.name << " (frag "
+           << size_text(st.frag_size) << ", " << st.depth
+           << " in flight) + each fragment by the registered host " << op_name(op) << ":\n";
+        const ProtoRange* r = table(op, true).lookup(st.frag_size);
+        if (r) ProtoTable(op, {*r}).print(os);
+      }
+      os << "  am: unsupported (memory type: no lane can access it; active messages are not "
+            "staged)\n";
+      continue;
+    }
     if (!any) {
       os << " " << uct::mem_type_name(mem)
-         << " memory: unsupported (memory type: no lane can access it)\n";
+         << " memory: unsupported (memory type: no lane can access it, and no memory-type "
+            "transport such as cuda_copy can stage it)\n";
       continue;
     }
     os << " with a registered " << uct::mem_type_name(mem) << " buffer:\n";

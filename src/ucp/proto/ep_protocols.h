@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "ucp/proto/proto_select.h"
@@ -19,6 +20,20 @@ struct EpProtoParams {
   std::optional<size_t> zcopy_thresh;
   std::optional<size_t> rndv_thresh;  ///< nullopt: auto
   double copy_bandwidth = 8e9;
+  /// Staging fragment per memory type (MC_RNDV_FRAG_SIZE), indexed by MemType.
+  size_t frag_size[3] = {size_t{512} << 10, size_t{4} << 20, size_t{4} << 20};
+  size_t staging_depth = 4;  ///< MC_STAGING_DEPTH
+};
+
+/// How a put or get of memory no lane can access goes: each fragment is
+/// copied between the user's buffer and a registered host bounce buffer by
+/// a memory-type transport (a connect-to-self iface whose access_mem_types
+/// cover the type, e.g. cuda_copy) and moved by the host tables' protocol.
+struct Staging {
+  size_t resource = 0;    ///< the memory-type transport: an index into the local resources
+  std::string name;       ///< "cuda_copy/cuda"
+  size_t frag_size = 0;   ///< bytes of one fragment (one bounce buffer)
+  size_t depth = 1;       ///< fragments in flight
 };
 
 /// Memory types with tables of their own: host, and cuda / cuda-managed
@@ -37,6 +52,10 @@ class EpProtocols {
   /// Every host table, unregistered then registered buffers, then the other
   /// memory types' tables, or why they are empty.
   void print(std::ostream& os) const;
+  /// The staging protocol of `op` (put or get) for memory `mem`: set when no
+  /// lane can access that memory, a memory-type transport can, and the host
+  /// registered table of `op` has a protocol. Null otherwise.
+  const Staging* staging(Op op, uct::MemType mem) const;
 
   /// Builds the tables from a lane selection over `local` resources. Pure.
   static EpProtocols build(const wireup::LaneSelection& sel,
@@ -45,6 +64,7 @@ class EpProtocols {
 
  private:
   ProtoTable tables_[3][kProtoMemTypes][2];  ///< op, memory type, registered
+  std::optional<Staging> staging_[kProtoMemTypes];  ///< by memory type (put and get)
 };
 
 /// The figures of endpoint lane `lane` (candidate `c` over resource `l`) for

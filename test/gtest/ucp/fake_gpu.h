@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// A test double of the GPU, for machines without one: a UCT component whose
+// memory domain hands out "device memory" (host memory it reports, and
+// detects, as MemType::Cuda) and whose connect-to-self iface copies between
+// host and that memory like cuda_copy, completing each copy asynchronously
+// from progress(). Linked into mc_gtest; given to Context through
+// ContextParams::components. Only the hardware is fake: UCP's staging code
+// runs as it would over cuda_copy.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "uct/api/component.h"
+
+namespace mc::ucp::test {
+
+/// Transport name of the fake copy iface (MC_TLS must allow it).
+inline constexpr const char* kFakeGpuTl = "fake_cuda_copy";
+
+/// How the fake fails its copies (tests of the staging protocol's errors).
+enum class FakeGpuFault {
+  None,
+  Async,  ///< the n-th copy completes with IoError
+  Post,   ///< posting the n-th copy returns IoError
+};
+
+/// Process-wide knobs and counters of the fake (tests set them; single thread).
+struct FakeGpuState {
+  FakeGpuFault fault = FakeGpuFault::None;
+  size_t fault_at = 0;    ///< the copy (counted from 1) that fails
+  size_t copies = 0;      ///< copies posted so far
+  size_t max_queued = 0;  ///< most copies waiting for progress() at once
+  size_t copied_bytes = 0;
+};
+FakeGpuState& fake_gpu_state();
+
+/// The component ("fake_gpu", md "fake_gpu"), one per process. Its md's
+/// mem_alloc(n, MemType::Cuda, ...) gives the "device memory".
+uct::Component* fake_gpu_component();
+
+}  // namespace mc::ucp::test

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: Apache-2.0
+// UCP's staging protocol: put and get of GPU memory that no network lane can
+// access, through host bounce buffers, over tcp and sm, in one process and
+// across two; fragment sizes below, at and above MC_RNDV_FRAG_SIZE; the
+// knob's parse errors; the no-protocol error without a memory-type
+// transport; copy failures ending the request. The GPU is the fake of
+// fake_gpu.h (this machine has none); test/gpu/run.sh runs the CudaStaging
+// cases below on real cuda_copy memory.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "common/log_capture.h"
+#include "common/pipe_util.h"
+#include "ucp/api/ucp.h"
+#include "ucp/fake_gpu.h"
+#include "ucp/proto/staging_op.h"
+#include "ucp/ucp_test_util.h"
+#include "uct/base/component_loader.h"
+
+namespace mc::ucp::test {
+namespace {
+
+using ucs::Result;
+using ucs::Status;
+
+constexpr size_t kFrag = 64 << 10;
+constexpr size_t kRemote = 2 << 20;
+
+uint8_t pattern(uint64_t seed, size_t i) {
+  return static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff);
+}
+
+void fill(uint8_t* p, size_t n, uint64_t seed) {
+  for (size_t i = 0; i < n; ++i) p[i] = pattern(seed, i);
+}
+
+bool matches(const uint8_t* p, size_t n, uint64_t seed) {
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] != pattern(seed, i)) return false;
+  }
+  return true;
+}
+
+std::vector<size_t> staged_sizes() {
+  return {1, 4095, kFrag - 1, kFrag, kFrag + 1, 3 * kFrag + 123, kFrag * 9 + 7, kRemote};
+}
+
+std::unique_ptr<Context> fake_context(const std::map<std::string, std::string>& env,
+                                      ucs::config::Sources* sources) {
+  Result<ucs::config::Sources> s = ucs::config::Sources::from(env, {});
+  if (!s.ok()) return nullptr;
+  *sources = std::move(*s);
+  ContextParams params;
+  params.sources = sources;
+  params.components = {fake_gpu_component()};
+  Result<std::unique_ptr<Context>> ctx = Context::create(params);
+  return ctx.ok() ? std::move(*ctx) : nullptr;
+}
+
+// "Device memory" from the fake md of `ctx`.
+std::unique_ptr<uct::MemHandle> fake_vram(Context& ctx, size_t n) {
+  for (const MdEntry& md : ctx.mds()) {
+    if (md.name != "fake_gpu") continue;
+    Result<std::unique_ptr<uct::MemHandle>> h =
+        md.md->mem_alloc(n, uct::MemType::Cuda, uct::kAccessAll);
+    return h.ok() ? std::move(*h) : nullptr;
+  }
+  return nullptr;
+}
+
+std::map<std::string, std::string> staging_env(const std::string& tls) {
+  return {{"MC_TLS", tls},
+          {"MC_NET_DEVICES", "lo"},
+          {"MC_TRANSFER_TIMEOUT", "30s"},
+          {"MC_RNDV_FRAG_SIZE", "host:512k,cuda:64k"},
+          {"MC_STAGING_DEPTH", "3"}};
+}
+
+// Two workers of one context with the fake GPU: an endpoint from the first
+// to the second, whose host buffer is the remote side.
+class UcpStaging : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { open(GetParam() + "," + kFakeGpuTl); }
+
+  void open(const std::string& tls) {
+    if (!uct::find_component(GetParam())) GTEST_SKIP() << GetParam() << " is not available";
+    fake_gpu_state() = FakeGpuState{};
+    ctx_ = fake_context(staging_env(tls), &sources_);
+    ASSERT_TRUE(ctx_);
+    for (int i = 0; i < 2; ++i) {
+      Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
+      ASSERT_TRUE(w.ok());
+      workers_.push_back(std::move(*w));
+    }
+    Result<std::unique_ptr<Endpoint>> ep = workers_[0]->ep_create(workers_[1]->address());
+    ASSERT_TRUE(ep.ok());
+    ep_ = std::move(*ep);
+    remote_.assign(kRemote, 0);
+    Result<std::unique_ptr<MemHandle>> mh = MemHandle::map(*ctx_, remote_.data(), kRemote);
+    ASSERT_TRUE(mh.ok());
+    remote_mh_ = std::move(*mh);
+    Result<std::vector<uint8_t>> packed = remote_mh_->rkey_pack();
+    ASSERT_TRUE(packed.ok());
+    Result<std::unique_ptr<Rkey>> rk = ep_->rkey_unpack(*packed);
+    ASSERT_TRUE(rk.ok());
+    rkey_ = std::move(*rk);
+    vram_ = fake_vram(*ctx_, kRemote);
+    ASSERT_TRUE(vram_);
+  }
+
+  void TearDown() override {
+    rkey_.reset();
+    ep_.reset();
+    remote_mh_.reset();
+    vram_.reset();
+    workers_.clear();
+    ctx_.reset();
+    fake_gpu_state() = FakeGpuState{};
+  }
+
+  Status wait(Result<std::shared_ptr<Request>> r) {
+    if (!r.ok()) return r.status();
+    while (!(*r)->completed()) {
+      for (auto& w : workers_) w->progress();
+    }
+    return (*r)->status();
+  }
+
+  Status rma(proto::Op op, size_t n, uct::MemType mem = uct::MemType::Cuda) {
+    RequestParams params;
+    params.mem_type = mem;
+    const uint64_t raddr = reinterpret_cast<uintptr_t>(remote_.data());
+    return op == proto::Op::Put ? wait(ep_->put_nbx(vram_->address(), n, raddr, *rkey_, params))
+                                : wait(ep_->get_nbx(vram_->address(), n, raddr, *rkey_, params));
+  }
+
+  uint8_t* vram() const { return static_cast<uint8_t*>(vram_->address()); }
+
+  ucs::config::Sources sources_;
+  std::unique_ptr<Context> ctx_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<Endpoint> ep_;
+  std::vector<uint8_t> remote_;
+  std::unique_ptr<MemHandle> remote_mh_;
+  std::unique_ptr<Rkey> rkey_;
+  std::unique_ptr<uct::MemHandle> vram_;
+};
+
+TEST_P(UcpStaging, PutThenGetEverySize) {
+  for (size_t n : staged_sizes()) {
+    SCOPED_TRACE("size " + std::to_string(n));
+    fill(vram(), n, n);
+    std::memset(remote_.data(), 0, kRemote);
+    const size_t copies = fake_gpu_state().copies;
+    ASSERT_EQ(rma(proto::Op::Put, n), Status::Ok);
+    ASSERT_EQ(wait(ep_->flush()), Status::Ok);  // a put completes locally first
+    EXPECT_TRUE(matches(remote_.data(), n, n));
+    if (n < kRemote) {
+      EXPECT_EQ(remote_[n], 0) << "wrote past";
+    }
+    EXPECT_EQ(fake_gpu_state().copies - copies, (n + kFrag - 1) / kFrag) << "one copy a fragment";
+    fill(remote_.data(), n, n + 1);
+    std::memset(vram(), 0, kRemote);
+    ASSERT_EQ(rma(proto::Op::Get, n), Status::Ok);
+    EXPECT_TRUE(matches(vram(), n, n + 1));
+    if (n < kRemote) {
+      EXPECT_EQ(vram()[n], 0) << "wrote past";
+    }
+  }
+  // The pipeline ran: several fragments' copies were waiting at once.
+  EXPECT_GE(fake_gpu_state().max_queued, 2u);
+}
+
+TEST_P(UcpStaging, DetectedMemoryType) {
+  // Unknown: the fake md recognises its allocation as cuda memory.
+  EXPECT_EQ(workers_[0]->detect_mem_type(vram(), 100), uct::MemType::Cuda);
+  EXPECT_EQ(workers_[0]->detect_mem_type(remote_.data(), 100), uct::MemType::Host);
+  const size_t n = 2 * kFrag + 5;
+  fill(vram(), n, 9);
+  ASSERT_EQ(rma(proto::Op::Put, n, uct::MemType::Unknown), Status::Ok);
+  ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+  EXPECT_TRUE(matches(remote_.data(), n, 9));
+  EXPECT_EQ(fake_gpu_state().copies, 3u);
+}
+
+TEST_P(UcpStaging, ProtocolExplained) {
+  std::ostringstream os;
+  ep_->print(os);
+  const std::string text = os.str();
+  EXPECT_NE(text.find("put staged via " + std::string(kFakeGpuTl) +
+                      "/gpu0 (frag 64 KiB, 3 in "
+                      "flight)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("get staged via"), std::string::npos) << text;
+  EXPECT_NE(text.find("am: unsupported"), std::string::npos) << text;
+  const proto::Staging* st = ep_->protocols().staging(proto::Op::Put, uct::MemType::Cuda);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(st->frag_size, kFrag);
+  EXPECT_EQ(ep_->protocols().staging(proto::Op::Am, uct::MemType::Cuda), nullptr);
+  EXPECT_EQ(ep_->protocols().staging(proto::Op::Put, uct::MemType::Host), nullptr);
+}
+
+TEST_P(UcpStaging, CopyFailsAsynchronously) {
+  for (proto::Op op : {proto::Op::Put, proto::Op::Get}) {
+    fake_gpu_state().fault = FakeGpuFault::Async;
+    fake_gpu_state().fault_at = fake_gpu_state().copies + 2;
+    EXPECT_EQ(rma(op, 5 * kFrag), Status::IoError) << proto::op_name(op);
+  }
+  // The worker is sound afterwards: the bounce buffers came back.
+  fake_gpu_state().fault = FakeGpuFault::None;
+  fill(vram(), 4 * kFrag, 4);
+  ASSERT_EQ(rma(proto::Op::Put, 4 * kFrag), Status::Ok);
+  ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+  EXPECT_TRUE(matches(remote_.data(), 4 * kFrag, 4));
+}
+
+TEST_P(UcpStaging, CopyFailsWhenPosted) {
+  for (proto::Op op : {proto::Op::Put, proto::Op::Get}) {
+    fake_gpu_state().fault = FakeGpuFault::Post;
+    fake_gpu_state().fault_at = fake_gpu_state().copies + 1;
+    EXPECT_EQ(rma(op, 3 * kFrag + 1), Status::IoError) << proto::op_name(op);
+  }
+  fake_gpu_state().fault = FakeGpuFault::None;
+  fill(remote_.data(), kFrag, 5);
+  ASSERT_EQ(rma(proto::Op::Get, kFrag), Status::Ok);
+  EXPECT_TRUE(matches(vram(), kFrag, 5));
+}
+
+TEST_P(UcpStaging, HostMemoryIsNotStaged) {
+  // The default memory type, host: the fast path, no copy.
+  fill(remote_.data(), 1000, 3);
+  std::vector<uint8_t> local(1000, 0);
+  const uint64_t raddr = reinterpret_cast<uintptr_t>(remote_.data());
+  ASSERT_EQ(wait(ep_->get_nbx(local.data(), local.size(), raddr, *rkey_)), Status::Ok);
+  EXPECT_TRUE(matches(local.data(), local.size(), 3));
+  EXPECT_EQ(fake_gpu_state().copies, 0u);
+}
+
+// Without a memory-type transport: the clear no-protocol error.
+class UcpStagingMissing : public UcpStaging {
+ protected:
+  void SetUp() override { open(GetParam()); }
+};
+
+TEST_P(UcpStagingMissing, NoMemoryTypeTransport) {
+  mc::test::LogCapture log(google::GLOG_ERROR);
+  EXPECT_EQ(rma(proto::Op::Put, 1000), Status::Unsupported);
+  EXPECT_EQ(rma(proto::Op::Get, 1000), Status::Unsupported);
+  EXPECT_NE(log.text().find("no memory-type transport"), std::string::npos) << log.text();
+  EXPECT_EQ(ep_->protocols().staging(proto::Op::Put, uct::MemType::Cuda), nullptr);
+  std::ostringstream os;
+  ep_->print(os);
+  EXPECT_NE(os.str().find("cuda memory: unsupported"), std::string::npos) << os.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(Tl, UcpStaging, testing::Values("tcp", "sm"));
+INSTANTIATE_TEST_SUITE_P(Tl, UcpStagingMissing, testing::Values("tcp", "sm"));
+
+TEST(UcpStagingConfig, FragSizeKnob) {
+  for (const char* bad :
+       {"gpu:4m", "cuda", "cuda:", "cuda:abc", "cuda:1k", "cuda:4m,cuda:1m", ":4m", "cuda:2g"}) {
+    ucs::config::Sources sources;
+    EXPECT_EQ(fake_context({{"MC_RNDV_FRAG_SIZE", bad}}, &sources), nullptr) << bad;
+  }
+  ucs::config::Sources sources;
+  std::unique_ptr<Context> ctx =
+      fake_context({{"MC_RNDV_FRAG_SIZE", "Host:1m, CUDA:256k"}}, &sources);
+  ASSERT_TRUE(ctx);
+  EXPECT_EQ(rndv_frag_size(ctx->config(), uct::MemType::Host), size_t{1} << 20);
+  EXPECT_EQ(rndv_frag_size(ctx->config(), uct::MemType::Cuda), size_t{256} << 10);
+  EXPECT_EQ(rndv_frag_size(ctx->config(), uct::MemType::CudaManaged), size_t{4} << 20);
+  ucs::config::Sources dflt;
+  ctx = fake_context({}, &dflt);
+  ASSERT_TRUE(ctx);
+  EXPECT_EQ(rndv_frag_size(ctx->config(), uct::MemType::Host), size_t{512} << 10);
+  EXPECT_EQ(rndv_frag_size(ctx->config(), uct::MemType::Cuda), size_t{4} << 20);
+  EXPECT_EQ(ctx->config().staging_depth, 4u);
+  ucs::config::Sources zero;
+  EXPECT_EQ(fake_context({{"MC_STAGING_DEPTH", "0"}}, &zero), nullptr);
+}
+
+// Across two processes: a forked child serves a host buffer (no GPU, no
+// fake); the parent stages its fake device memory to it and back.
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
+
+int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int reply_fd) {
+  ucs::config::Sources sources;
+  std::unique_ptr<Context> ctx = make_context(env, &sources);
+  if (!ctx) return 2;
+  Result<std::unique_ptr<Worker>> worker = Worker::create(*ctx);
+  if (!worker.ok()) return 3;
+  std::vector<uint8_t> buffer(kRemote, 0);
+  Result<std::unique_ptr<MemHandle>> mh = MemHandle::map(*ctx, buffer.data(), buffer.size());
+  if (!mh.ok()) return 4;
+  Result<std::vector<uint8_t>> rkey = (*mh)->rkey_pack();
+  if (!rkey.ok()) return 5;
+  const uint64_t base = reinterpret_cast<uintptr_t>(buffer.data());
+  if (!mc::test::write_blob(reply_fd, (*worker)->address()) ||
+      !mc::test::write_blob(reply_fd, *rkey) || !mc::test::write_all(reply_fd, &base, 8)) {
+    return 6;
+  }
+  for (;;) {
+    (*worker)->progress();
+    if (!readable(cmd_fd)) continue;
+    uint64_t c[3];  // op ('C' check, 'F' fill, 'Q' quit), length, seed
+    if (!mc::test::read_all(cmd_fd, c, sizeof(c))) return 7;
+    if (c[0] == 'Q') return 0;
+    if (c[1] > kRemote) return 8;
+    char ok = 'Y';
+    if (c[0] == 'C') ok = matches(buffer.data(), c[1], c[2]) ? 'Y' : 'N';
+    if (c[0] == 'F') fill(buffer.data(), c[1], c[2]);
+    if (!mc::test::write_all(reply_fd, &ok, 1)) return 9;
+  }
+}
+
+class UcpStagingTwoProc : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!uct::find_component(GetParam())) GTEST_SKIP() << GetParam() << " is not available";
+    fake_gpu_state() = FakeGpuState{};
+    int cmd[2], reply[2];
+    ASSERT_EQ(pipe(cmd), 0);
+    ASSERT_EQ(pipe(reply), 0);
+    pid_ = fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      close(cmd[1]);
+      close(reply[0]);
+      _exit(child_main(staging_env(GetParam()), cmd[0], reply[1]));
+    }
+    close(cmd[0]);
+    close(reply[1]);
+    cmd_fd_ = cmd[1];
+    reply_fd_ = reply[0];
+    ctx_ = fake_context(staging_env(GetParam() + "," + kFakeGpuTl), &sources_);
+    ASSERT_TRUE(ctx_);
+    Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
+    ASSERT_TRUE(w.ok());
+    worker_ = std::move(*w);
+    std::vector<uint8_t> address, rkey;
+    ASSERT_TRUE(mc::test::read_blob(reply_fd_, &address)) << "the child did not start";
+    ASSERT_TRUE(mc::test::read_blob(reply_fd_, &rkey));
+    ASSERT_TRUE(mc::test::read_all(reply_fd_, &base_, 8));
+    Result<std::unique_ptr<Endpoint>> ep = worker_->ep_create(address);
+    ASSERT_TRUE(ep.ok());
+    ep_ = std::move(*ep);
+    Result<std::unique_ptr<Rkey>> rk = ep_->rkey_unpack(rkey);
+    ASSERT_TRUE(rk.ok());
+    rkey_ = std::move(*rk);
+    vram_ = fake_vram(*ctx_, kRemote);
+    ASSERT_TRUE(vram_);
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) {
+      const uint64_t q[3] = {'Q', 0, 0};
+      (void)mc::test::write_all(cmd_fd_, q, sizeof(q));
+    }
+    rkey_.reset();
+    ep_.reset();
+    vram_.reset();
+    worker_.reset();
+    ctx_.reset();
+    if (pid_ > 0) {
+      int st = 0;
+      EXPECT_EQ(waitpid(pid_, &st, 0), pid_);
+      EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+    }
+    if (cmd_fd_ >= 0) close(cmd_fd_);
+    if (reply_fd_ >= 0) close(reply_fd_);
+  }
+
+  bool ask(char op, uint64_t len, uint64_t seed) {
+    const uint64_t c[3] = {static_cast<uint64_t>(op), len, seed};
+    if (!mc::test::write_all(cmd_fd_, c, sizeof(c))) return false;
+    while (!readable(reply_fd_)) worker_->progress();
+    char ok = 0;
+    return mc::test::read_all(reply_fd_, &ok, 1) && ok == 'Y';
+  }
+
+  Status wait(Result<std::shared_ptr<Request>> r) {
+    if (!r.ok()) return r.status();
+    while (!(*r)->completed()) worker_->progress();
+    return (*r)->status();
+  }
+
+  uint8_t* vram() const { return static_cast<uint8_t*>(vram_->address()); }
+
+  pid_t pid_ = -1;
+  int cmd_fd_ = -1;
+  int reply_fd_ = -1;
+  uint64_t base_ = 0;
+  ucs::config::Sources sources_;
+  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<Endpoint> ep_;
+  std::unique_ptr<Rkey> rkey_;
+  std::unique_ptr<uct::MemHandle> vram_;
+};
+
+TEST_P(UcpStagingTwoProc, PutThenGetEverySize) {
+  RequestParams params;
+  params.mem_type = uct::MemType::Cuda;
+  for (size_t n : staged_sizes()) {
+    SCOPED_TRACE("size " + std::to_string(n));
+    fill(vram(), n, n + 7);
+    ASSERT_EQ(wait(ep_->put_nbx(vram(), n, base_, *rkey_, params)), Status::Ok);
+    ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+    EXPECT_TRUE(ask('C', n, n + 7));
+    ASSERT_TRUE(ask('F', n, n + 8));
+    std::memset(vram(), 0, kRemote);
+    ASSERT_EQ(wait(ep_->get_nbx(vram(), n, base_, *rkey_, params)), Status::Ok);
+    EXPECT_TRUE(matches(vram(), n, n + 8));
+  }
+  EXPECT_GE(fake_gpu_state().max_queued, 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tl, UcpStagingTwoProc, testing::Values("tcp", "sm"));
+
+}  // namespace
+}  // namespace mc::ucp::test

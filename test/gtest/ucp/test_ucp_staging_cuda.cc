@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+// UCP's staging protocol on a real GPU: cudaMalloc'd memory put to and got
+// from a host buffer of another worker over tcp and sm, through cuda_copy
+// and pinned bounce buffers, at sizes around MC_RNDV_FRAG_SIZE. Built where
+// CUDA is found; skipped, with the reason, without a GPU (test/gpu/run.sh
+// runs it on one). The same cases run everywhere on the fake GPU
+// (test_ucp_staging.cc).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "ucp/api/ucp.h"
+#include "ucp/ucp_test_util.h"
+#include "uct/base/component_loader.h"
+
+namespace mc::ucp::test {
+namespace {
+
+using ucs::Result;
+using ucs::Status;
+
+constexpr size_t kFrag = 256 << 10;
+constexpr size_t kMax = 4 << 20;
+
+uint8_t pattern(uint64_t seed, size_t i) {
+  return static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff);
+}
+
+class CudaStaging : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    uct::Component* cuda = uct::find_component("cuda_copy");
+    if (!cuda || cuda->md_names().empty()) {
+      GTEST_SKIP() << "no GPU: " << (cuda ? cuda->unavailable_reason() : "no cuda_copy module");
+    }
+    if (!uct::find_component(GetParam())) GTEST_SKIP() << GetParam() << " is not available";
+    ctx_ = make_context({{"MC_TLS", GetParam() + ",cuda_copy"},
+                         {"MC_NET_DEVICES", "lo"},
+                         {"MC_TRANSFER_TIMEOUT", "30s"},
+                         {"MC_RNDV_FRAG_SIZE", "cuda:256k"}},
+                        &sources_);
+    ASSERT_TRUE(ctx_);
+    for (int i = 0; i < 2; ++i) {
+      Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
+      ASSERT_TRUE(w.ok());
+      workers_.push_back(std::move(*w));
+    }
+    Result<std::unique_ptr<Endpoint>> ep = workers_[0]->ep_create(workers_[1]->address());
+    ASSERT_TRUE(ep.ok());
+    ep_ = std::move(*ep);
+    remote_.assign(kMax, 0);
+    Result<std::unique_ptr<MemHandle>> mh = MemHandle::map(*ctx_, remote_.data(), kMax);
+    ASSERT_TRUE(mh.ok());
+    remote_mh_ = std::move(*mh);
+    Result<std::vector<uint8_t>> packed = remote_mh_->rkey_pack();
+    ASSERT_TRUE(packed.ok());
+    Result<std::unique_ptr<Rkey>> rk = ep_->rkey_unpack(*packed);
+    ASSERT_TRUE(rk.ok());
+    rkey_ = std::move(*rk);
+    ASSERT_EQ(cudaMalloc(&vram_, kMax), cudaSuccess);
+  }
+
+  void TearDown() override {
+    rkey_.reset();
+    ep_.reset();
+    remote_mh_.reset();
+    workers_.clear();
+    ctx_.reset();
+    if (vram_) (void)cudaFree(vram_);
+  }
+
+  Status wait(Result<std::shared_ptr<Request>> r) {
+    if (!r.ok()) return r.status();
+    while (!(*r)->completed()) {
+      for (auto& w : workers_) w->progress();
+    }
+    return (*r)->status();
+  }
+
+  ucs::config::Sources sources_;
+  std::unique_ptr<Context> ctx_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<Endpoint> ep_;
+  std::vector<uint8_t> remote_;
+  std::unique_ptr<MemHandle> remote_mh_;
+  std::unique_ptr<Rkey> rkey_;
+  void* vram_ = nullptr;
+};
+
+TEST_P(CudaStaging, PutThenGetEverySize) {
+  std::ostringstream os;
+  ep_->print(os);
+  ASSERT_NE(os.str().find("put staged via cuda_copy"), std::string::npos) << os.str();
+  const uint64_t raddr = reinterpret_cast<uintptr_t>(remote_.data());
+  std::vector<uint8_t> host(kMax);
+  for (size_t n : {size_t{1}, kFrag - 1, kFrag, kFrag + 1, 3 * kFrag + 123, kMax}) {
+    SCOPED_TRACE("size " + std::to_string(n));
+    for (size_t i = 0; i < n; ++i) host[i] = pattern(n, i);
+    ASSERT_EQ(cudaMemcpy(vram_, host.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+    std::memset(remote_.data(), 0, kMax);
+    RequestParams params;
+    params.mem_type = uct::MemType::Unknown;  // cuda_copy's md detects it
+    ASSERT_EQ(wait(ep_->put_nbx(vram_, n, raddr, *rkey_, params)), Status::Ok);
+    ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+    EXPECT_EQ(std::memcmp(remote_.data(), host.data(), n), 0);
+    for (size_t i = 0; i < n; ++i) remote_[i] = pattern(n + 1, i);
+    ASSERT_EQ(cudaMemset(vram_, 0, kMax), cudaSuccess);
+    params.mem_type = uct::MemType::Cuda;
+    ASSERT_EQ(wait(ep_->get_nbx(vram_, n, raddr, *rkey_, params)), Status::Ok);
+    ASSERT_EQ(cudaMemcpy(host.data(), vram_, n, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(std::memcmp(host.data(), remote_.data(), n), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tl, CudaStaging, testing::Values("tcp", "sm"));
+
+}  // namespace
+}  // namespace mc::ucp::test
