@@ -27,11 +27,11 @@ struct StagingParams {
   void* buffer = nullptr;  ///< the user's buffer (device memory)
   size_t length = 0;
   uint64_t remote_addr = 0;
-  size_t frag_size = 0;  ///< <= pool->frag_size()
-  size_t depth = 1;      ///< fragments in flight (bounce buffers held at most)
-  uct::Endpoint* copy_ep = nullptr;       ///< the memory-type transport's endpoint to itself
-  uct::MemoryDomain* copy_md = nullptr;   ///< its memory domain
-  size_t copy_md_index = 0;               ///< into Context::mds()
+  size_t frag_size = 0;                       ///< <= pool->frag_size()
+  size_t depth = 1;                           ///< fragments in flight (bounce buffers held at most)
+  uct::Endpoint* copy_ep = nullptr;           ///< the memory-type transport's endpoint to itself
+  uct::MemoryDomain* copy_md = nullptr;       ///< its memory domain
+  size_t copy_md_index = 0;                   ///< into Context::mds()
   const uct::MemHandle* user_memh = nullptr;  ///< the user's registration on copy_md, if any
   std::shared_ptr<StagingPool> pool;
   StagingNetwork network;
@@ -77,7 +77,7 @@ class StagingOp : public RequestOp {
   void fail(ucs::Status s);
 
   StagingParams p_;
-  std::vector<Stage> stages_;  ///< never resized: completions point into it
+  std::vector<Stage> stages_;                 ///< never resized: completions point into it
   std::unique_ptr<uct::MemHandle> own_memh_;  ///< the user's buffer on copy_md, made here
   std::unique_ptr<uct::Rkey> user_rkey_;      ///< the copy transport's key of the user's buffer
   /// Network ops that ended with operations still in flight (a slice moved
