@@ -20,6 +20,10 @@ constexpr bool kPeermemBuilt = false;
 
 }  // namespace
 
+bool IbGpuReg::peermem_built() {
+  return kPeermemBuilt;
+}
+
 DmaBuf::~DmaBuf() {
   if (fd_ >= 0) close(fd_);
 }

@@ -44,6 +44,10 @@ class IbGpuReg {
   /// loaded kernel modules (config.sys_module) offer.
   IbGpuReg(const IbConfig& config, const VerbsOps* ops);
 
+  /// Whether the peer-memory path is built (not configured with
+  /// --without-nvidia-peermem).
+  static bool peermem_built();
+
   Path path() const { return path_; }
   /// "GPU memory registration: dma-buf (...)", "...: peer memory (...)" or
   /// "...: none (<why>)" (mc_info -d prints it).

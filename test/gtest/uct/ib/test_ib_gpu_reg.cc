@@ -172,6 +172,7 @@ TEST_F(IbMdGpu, DriverErrorIsNamedWithTheCallAndRegistersNothing) {
 }
 
 TEST_F(IbMdGpu, AutoFallsBackToPeerMemoryForARangeWithoutDmaBuf) {
+  if (!IbGpuReg::peermem_built()) GTEST_SKIP() << "built with --without-nvidia-peermem";
   load_peermem();
   std::unique_ptr<GpuMd> md = open_md();
   ASSERT_TRUE(md);
@@ -189,6 +190,7 @@ TEST_F(IbMdGpu, AutoFallsBackToPeerMemoryForARangeWithoutDmaBuf) {
 }
 
 TEST_F(IbMdGpu, WithoutDmaBufVerbsThePeerMemoryModuleDecides) {
+  if (!IbGpuReg::peermem_built()) GTEST_SKIP() << "built with --without-nvidia-peermem";
   VerbsOps no_dmabuf = *v_;
   no_dmabuf.reg_dmabuf_mr = nullptr;
   {
@@ -222,6 +224,7 @@ TEST_F(IbMdGpu, WithoutDmaBufVerbsThePeerMemoryModuleDecides) {
 }
 
 TEST_F(IbMdGpu, KnobChoosesThePathOrNone) {
+  if (!IbGpuReg::peermem_built()) GTEST_SKIP() << "built with --without-nvidia-peermem";
   load_peermem();
   std::unique_ptr<GpuMd> off = open_md({{"MC_IB_GPU_REG", "off"}});
   ASSERT_TRUE(off);
