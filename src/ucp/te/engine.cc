@@ -58,6 +58,7 @@ Status TransferEngine::Impl::parse_server_name(const std::string& name) {
     MC_LOG(error) << "transfer engine: local_server_name is empty";
     return Status::InvalidParam;
   }
+  host_ = host;
   ip_ = resolve_ipv4(host);
   if (ip_.empty()) {
     MC_LOG(warn) << "transfer engine: cannot resolve '" << host
@@ -177,6 +178,14 @@ void TransferEngine::Impl::shutdown() {
     wake_.notify_all();
     progress_thread_.join();
   }
+  {
+    // File tasks in flight complete into their tasks: let them end before
+    // the batches go, then close the nvmeof transport.
+    std::unique_lock<std::mutex> lock(mu_);
+    drain_file_ops_locked(lock);
+    file_ep_.reset();
+    file_iface_.reset();
+  }
   rpc_.reset();
   if (store_) {
     // Best effort: an unreachable store is logged by the backend; leased
@@ -198,7 +207,8 @@ void TransferEngine::Impl::shutdown() {
   }
   pending_.clear();
   batches_.clear();
-  segments_.clear();
+  segments_.clear();  // file segments' handles before their md
+  file_md_.reset();
   buffers_.clear();
   worker_.reset();
   context_.reset();
@@ -345,7 +355,10 @@ int TransferEngine::Impl::unregister_memory(const std::vector<void*>& addrs) {
   return rc;
 }
 
-Result<metadata::SegmentDesc> TransferEngine::Impl::fetch_segment(const std::string& name) {
+// A RAM segment's descriptor. With a store, when there is no ram/<name> but
+// an nvmeof/<name>, `*file_json` gets that value and the result is NoElem.
+Result<metadata::SegmentDesc> TransferEngine::Impl::fetch_segment(const std::string& name,
+                                                                  std::string* file_json) {
   std::string error;
   std::string json;
   if (!store_) {
@@ -364,10 +377,22 @@ Result<metadata::SegmentDesc> TransferEngine::Impl::fetch_segment(const std::str
     json = std::move(*got);
   } else {
     Result<std::string> got = store_->get(metadata::ram_key(key_prefix_, name));
+    if (got.status() == Status::NoElem) {
+      // No RAM segment of that name: a file segment, if one is registered.
+      Result<std::string> file = store_->get(metadata::nvmeof_key(key_prefix_, name));
+      if (file.ok()) {
+        *file_json = std::move(*file);
+        return Status::NoElem;
+      }
+      if (file.status() != Status::NoElem) got = file.status();
+    }
     if (!got.ok()) {
       MC_LOG(error) << "transfer engine: openSegment('" << name << "'): "
-                    << (got.status() == Status::NoElem ? "no such segment in " + store_->url()
-                                                       : store_->last_error());
+                    << (got.status() == Status::NoElem
+                            ? "no such segment in " + store_->url() + " (neither " +
+                                  metadata::ram_key(key_prefix_, name) + " nor " +
+                                  metadata::nvmeof_key(key_prefix_, name) + ")"
+                            : store_->last_error());
       return got.status();
     }
     json = std::move(*got);
@@ -389,14 +414,34 @@ SegmentHandle TransferEngine::Impl::open_segment(const std::string& name) {
       if (seg->name == name) known = id;
     }
   }
-  Result<metadata::SegmentDesc> desc = fetch_segment(name);
+  std::string file_json;
+  Result<metadata::SegmentDesc> desc = fetch_segment(name, &file_json);
+  if (!file_json.empty()) {
+    {
+      // Open already (as a file segment, or a RAM segment whose owner has
+      // gone): the same handle, with what it was opened with.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (known >= 0 && segments_.count(known) != 0) return known;
+    }
+    Result<std::unique_ptr<RemoteSegment>> seg = make_file_segment(name, file_json);
+    if (!seg.ok()) return static_cast<SegmentHandle>(seg.status());
+    std::lock_guard<std::mutex> lock(mu_);
+    const SegmentID id = next_segment_++;
+    MC_LOG(debug) << "transfer engine: file segment '" << name << "' opened as " << id << " with "
+                  << (*seg)->files.size() << " files";
+    segments_[id] = std::move(*seg);
+    return id;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (known >= 0 && segments_.count(known) != 0) {
     // Open already: the same handle, with the owner's current descriptor
     // (buffers registered since, or a restarted owner) when no task of it
     // is unfinished; tasks index into the descriptor they were checked by.
     RemoteSegment& seg = *segments_[known];
-    if (!desc.ok()) {
+    if (seg.file) {
+      // Open as a file segment: a RAM segment of that name published since
+      // does not replace it (closeSegment, then openSegment).
+    } else if (!desc.ok()) {
       MC_LOG(warn) << "transfer engine: segment '" << name
                    << "' keeps the descriptor it was opened with";
     } else if (seg.inflight == 0) {
@@ -444,7 +489,10 @@ int TransferEngine::Impl::segment_buffers(SegmentHandle id, std::vector<SegmentB
   auto it = segments_.find(id);
   if (it == segments_.end()) return static_cast<int>(Status::NoElem);
   out.clear();
-  for (const auto& b : it->second->desc.buffers) out.push_back({b.name, b.addr, b.length});
+  for (const auto& b : it->second->desc.buffers) out.push_back({b.name, b.addr, b.length, ""});
+  for (const FileBuffer& f : it->second->files) {
+    out.push_back({"nvmeof", f.offset, f.length, f.path});
+  }
   return 0;
 }
 

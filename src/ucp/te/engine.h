@@ -34,6 +34,9 @@
 #include "ucp/te/rpc_server.h"
 #include "ucp/te/te_config.h"
 #include "ucs/topo/topo.h"
+#include "uct/api/ep.h"
+#include "uct/api/iface.h"
+#include "uct/api/md.h"
 
 namespace mc {
 
@@ -51,10 +54,28 @@ struct LocalBuffer {
   size_t inflight = 0;        ///< tasks from or to it not yet ended
 };
 
-/// An opened remote segment.
+/// One file of an opened file (nvmeof) segment, registered with the nvmeof
+/// md of this process (engine_file.cc).
+struct FileBuffer {
+  std::string path;          ///< the path used on this host (local_path_map or file_path)
+  uint64_t offset = 0;       ///< where it starts in the segment's offset space
+  uint64_t length = 0;       ///< from the descriptor
+  uint64_t file_length = 0;  ///< the file's size when it was registered
+  bool writable = false;     ///< opened for writing (false: a read-only file here)
+  std::unique_ptr<uct::MemHandle> memh;
+  std::unique_ptr<uct::Rkey> rkey;
+};
+
+/// An opened remote segment: a RAM segment (`desc`) or, when `file` is set,
+/// a file segment (`file_desc` and `files`), moved by the nvmeof transport
+/// of this process.
 struct RemoteSegment {
   std::string name;
   metadata::SegmentDesc desc;
+  bool file = false;
+  metadata::FileSegmentDesc file_desc;
+  std::vector<FileBuffer> files;
+  uint64_t file_bytes = 0;  ///< bytes moved by completed file tasks
   size_t inflight = 0;  ///< its tasks not yet ended
   /// Device preference by (local location, remote buffer location), made on
   /// first use (engine_paths.cc).
@@ -77,6 +98,8 @@ struct Task {
   Status first_error = Status::Ok;
   te::EndpointStore::Entry entry;  ///< the endpoint carrying it while PENDING
   std::vector<std::shared_ptr<ucp::Request>> requests;
+  void* engine = nullptr;     ///< file tasks: the Impl completing them
+  uct::Completion file_comp;  ///< file tasks: one count per piece (engine_file.cc)
 };
 
 struct Batch {
@@ -116,7 +139,7 @@ class TransferEngine::Impl {
   Status publish();
   Result<std::string> describe(const std::string& name, std::string* error);
   metadata::SegmentDesc local_desc_locked() const;
-  Result<metadata::SegmentDesc> fetch_segment(const std::string& name);
+  Result<metadata::SegmentDesc> fetch_segment(const std::string& name, std::string* file_json);
   void shutdown();
 
   // engine_paths.cc
@@ -127,6 +150,18 @@ class TransferEngine::Impl {
   void log_path_locked(te::EpEntry& entry, const RemoteSegment& seg, const Task& task,
                        const ucp::RailPreference* rails);
   void log_location_choice(const LocalBuffer& buf) const;
+
+  // engine_file.cc
+  Result<std::unique_ptr<RemoteSegment>> make_file_segment(const std::string& name,
+                                                           const std::string& json);
+  Result<std::string> local_file_path(const std::string& segment,
+                                      const metadata::FileSegmentDesc& desc, size_t index) const;
+  Status open_file_transport();
+  bool validate_file_locked(const TransferRequest& req, const RemoteSegment& seg, Task* task,
+                            std::string* why) const;
+  void post_file_task_locked(Task* task, RemoteSegment& seg);
+  void on_file_done_locked(Task* task);
+  void drain_file_ops_locked(std::unique_lock<std::mutex>& lock);
 
   // engine_refresh.cc
   void start_refresher();
@@ -148,6 +183,7 @@ class TransferEngine::Impl {
   // Set by init() before any thread starts; read-only after.
   std::string conn_;
   std::string server_name_;  ///< local_server_name as given
+  std::string host_;         ///< its host part (no port)
   std::string segment_name_;
   std::string ip_;
   uint16_t requested_port_ = 0;
@@ -185,6 +221,12 @@ class TransferEngine::Impl {
   std::deque<Task*> pending_;  ///< WAITING tasks to post
   size_t inflight_ = 0;        ///< tasks PENDING in UCP
   std::unique_ptr<te::EndpointStore> endpoints_;
+  /// The nvmeof transport of this process, opened by the first file segment
+  /// (set under open_mu_ and mu_; used under mu_).
+  std::unique_ptr<uct::MemoryDomain> file_md_;
+  std::unique_ptr<uct::Iface> file_iface_;
+  std::unique_ptr<uct::Endpoint> file_ep_;
+  size_t file_inflight_ = 0;  ///< file tasks PENDING (also counted in inflight_)
   std::thread progress_thread_;
 };
 

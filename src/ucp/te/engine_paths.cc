@@ -120,6 +120,22 @@ int TransferEngine::Impl::segment_paths(SegmentHandle id, const void* local_addr
   auto it = segments_.find(id);
   if (it == segments_.end()) return static_cast<int>(Status::NoElem);
   out.clear();
+  if (const RemoteSegment& seg = *it->second; seg.file) {
+    // One lane: the nvmeof transport of this process to the file holding
+    // remote_addr (an offset; the first file when it is in none).
+    SegmentPathInfo info;
+    info.local_device = "nvmeof/file";
+    info.remote_device = seg.files.empty() ? "" : seg.files[0].path;
+    for (const FileBuffer& f : seg.files) {
+      if (remote_addr >= f.offset && remote_addr - f.offset < f.length) info.remote_device = f.path;
+    }
+    info.rank = 0;
+    info.carries = true;
+    info.healthy = true;
+    info.bytes = seg.file_bytes;
+    out.push_back(std::move(info));
+    return 0;
+  }
   te::EndpointStore::Entry e = endpoints_->get(id);
   if (!e || e->failed) return 0;  // no endpoint yet: opened at the first transfer
   std::string local_location, remote_location;

@@ -7,6 +7,8 @@
 // (up to MC_RETRY_CNT), then FAILED; TIMEOUT once MC_TRANSFER_TIMEOUT has
 // passed since submission. INVALID is decided at submit and never moves.
 // finish_locked() is the one place a task ends, so it ends exactly once.
+// Tasks to file segments are posted by engine_file.cc instead (never
+// retried: an error ends them FAILED).
 #include <algorithm>
 #include <chrono>
 
@@ -34,12 +36,16 @@ BatchID TransferEngine::Impl::allocate_batch(size_t batch_size) {
 bool TransferEngine::Impl::validate_locked(const TransferRequest& req, Task* task) const {
   auto seg = segments_.find(req.target_id);
   const char* why = nullptr;
+  std::string file_why;
   if (req.opcode != TransferRequest::READ && req.opcode != TransferRequest::WRITE) {
     why = "unknown opcode";
   } else if (req.length == 0 || req.source == nullptr) {
     why = "empty local range";
   } else if (seg == segments_.end()) {
     why = "segment not open";
+  } else if (seg->second->file) {
+    if (validate_file_locked(req, *seg->second, task, &file_why)) return true;
+    why = file_why.c_str();
   } else {
     const auto& bufs = seg->second->desc.buffers;
     for (size_t i = 0; i < bufs.size(); ++i) {
@@ -231,6 +237,10 @@ bool TransferEngine::Impl::post_task_locked(Task* task, uint64_t now) {
     pending_.push_back(task);
     return false;
   }
+  if (RemoteSegment& seg = *segments_.at(task->req.target_id); seg.file) {
+    post_file_task_locked(task, seg);
+    return true;
+  }
   Result<te::EndpointStore::Entry> entry = endpoint_locked(task->req.target_id);
   if (!entry.ok()) {
     fail_posting_locked(task, entry.status(), now);
@@ -299,7 +309,8 @@ void TransferEngine::Impl::post_pending_locked(uint64_t now) {
 void TransferEngine::Impl::progress_loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    const unsigned events = worker_->progress();
+    unsigned events = worker_->progress();
+    if (file_iface_) events += file_iface_->progress();
     post_pending_locked(ucs::monotonic_ns());
     endpoints_->reap();
     const bool busy = inflight_ > 0 || !pending_.empty();

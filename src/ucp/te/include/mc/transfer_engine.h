@@ -36,7 +36,8 @@ struct TransferRequest {
   OpCode opcode;           ///< READ: remote -> source; WRITE: source -> remote
   void* source;            ///< local buffer (best registered with registerLocalMemory)
   SegmentID target_id;     ///< from openSegment()
-  uint64_t target_offset;  ///< RAM segments: the remote virtual address
+  uint64_t target_offset;  ///< RAM segments: the remote virtual address; file
+                           ///< segments: the offset in the files laid end to end
   size_t length;
 };
 
@@ -55,11 +56,14 @@ struct BufferEntry {
   size_t length;
 };
 
-/// A buffer of an opened segment, as its owner published it.
+/// A buffer of an opened segment, as its owner published it. A file
+/// (nvmeof) segment lists its files in order: location "nvmeof", addr the
+/// file's start in the segment's offset space, path the file used here.
 struct SegmentBufferInfo {
-  std::string location;  ///< "cpu:0", "cuda:1"
-  uint64_t addr;         ///< remote virtual address: target_offset of a transfer
+  std::string location;  ///< "cpu:0", "cuda:1"; "nvmeof" for a file
+  uint64_t addr;         ///< remote virtual address (files: offset): target_offset of a transfer
   uint64_t length;
+  std::string path;  ///< files: the path this host reads and writes; empty for memory
 };
 
 /// A lane of the endpoint to an opened segment, as getSegmentPaths ranks it
@@ -114,9 +118,16 @@ class TransferEngine {
   int unregisterLocalMemoryBatch(const std::vector<void*>& addrs);
 
   /// Finds a segment by name (P2PHANDSHAKE: "ip:port" of the owner's RPC
-  /// listener, asked directly; other backends: the store's ram/<name>) and
-  /// returns its handle; the same name opened twice gives the same handle.
-  /// The endpoint is opened at the first transfer. Negative on failure.
+  /// listener, asked directly; other backends: the store's ram/<name>, else
+  /// nvmeof/<name>, a file segment) and returns its handle; the same name
+  /// opened twice gives the same handle. The endpoint is opened at the first
+  /// transfer. A file segment's files are opened here, each at the path its
+  /// local_path_map gives for this engine's local_server_name (then its host
+  /// part), or its file_path when this engine is the segment's server_name;
+  /// a file without one fails the open. READ and WRITE then move data between
+  /// local host memory and the files through the nvmeof transport of this
+  /// process (target_offset: the offset in the files laid end to end).
+  /// Negative on failure.
   SegmentHandle openSegment(const std::string& segment_name);
   /// Forgets the segment: fails while tasks to it are unfinished.
   int closeSegment(SegmentHandle segment_id);
