@@ -136,8 +136,8 @@ void print_segment(const std::string& key, const md::FileSegmentDesc& d) {
   uint64_t offset = 0;
   for (size_t i = 0; i < d.buffers.size(); ++i) {
     const md::FileBufferDesc& b = d.buffers[i];
-    std::cout << "  buffer " << i << ": " << b.file_path << ", " << b.length
-              << " bytes, offsets [" << offset << ", " << offset + b.length << ")\n";
+    std::cout << "  buffer " << i << ": " << b.file_path << ", " << b.length << " bytes, offsets ["
+              << offset << ", " << offset + b.length << ")\n";
     for (const auto& [host, path] : b.local_path_map) {
       std::cout << "    mounted on " << host << " at " << path << "\n";
     }
@@ -150,7 +150,9 @@ int run(const Args& a) {
   md::register_metadata_config_tables(registry);
   std::string error;
   Result<md::MetadataConfig> config = md::read_metadata_config(&error);
-  if (!config.ok()) return fail("metadata knobs: " + (error.empty() ? std::string(mc::ucs::status_string(config.status())) : error));
+  if (!config.ok())
+    return fail("metadata knobs: " +
+                (error.empty() ? std::string(mc::ucs::status_string(config.status())) : error));
   Result<std::unique_ptr<md::Store>> store =
       md::open_store(a.metadata, md::store_options(*config), &error);
   if (!store.ok()) return fail("metadata " + quote(a.metadata) + ": " + error);
@@ -229,8 +231,7 @@ int main(int argc, char** argv) {
     usage(std::cout);
     return 0;
   }
-  const std::vector<std::string> commands = {"register", "mount", "unmount", "show",
-                                             "unregister"};
+  const std::vector<std::string> commands = {"register", "mount", "unmount", "show", "unregister"};
   bool known = false;
   for (const std::string& c : commands) known = known || c == a.command;
   if (!known) return bad("unknown command " + quote(a.command));
@@ -272,8 +273,9 @@ int main(int argc, char** argv) {
   }
   if (a.metadata.empty()) return bad("--metadata is required");
   if (md::is_p2p(a.metadata)) {
-    return bad("P2PHANDSHAKE has no metadata store: file segments need http://, etcd:// or "
-               "redis://");
+    return bad(
+        "P2PHANDSHAKE has no metadata store: file segments need http://, etcd:// or "
+        "redis://");
   }
   if (a.segment.empty()) return bad("--segment is required");
   if (a.command == "register") {

@@ -76,7 +76,7 @@ struct RemoteSegment {
   metadata::FileSegmentDesc file_desc;
   std::vector<FileBuffer> files;
   uint64_t file_bytes = 0;  ///< bytes moved by completed file tasks
-  size_t inflight = 0;  ///< its tasks not yet ended
+  size_t inflight = 0;      ///< its tasks not yet ended
   /// Device preference by (local location, remote buffer location), made on
   /// first use (engine_paths.cc).
   std::map<std::pair<std::string, std::string>, ucp::RailPreference> rails;

@@ -74,12 +74,13 @@ Result<std::unique_ptr<RemoteSegment>> TransferEngine::Impl::make_file_segment(
   std::string error;
   Result<metadata::FileSegmentDesc> desc = metadata::decode_file_segment(json, &error);
   if (!desc.ok()) {
-    MC_LOG(error) << "transfer engine: openSegment('" << name << "'): bad nvmeof descriptor: "
-                  << error;
+    MC_LOG(error) << "transfer engine: openSegment('" << name
+                  << "'): bad nvmeof descriptor: " << error;
     return desc.status();
   }
   if (desc->buffers.empty()) {
-    MC_LOG(error) << "transfer engine: openSegment('" << name << "'): the file segment has no "
+    MC_LOG(error) << "transfer engine: openSegment('" << name
+                  << "'): the file segment has no "
                      "buffers";
     return Status::InvalidParam;
   }
@@ -190,7 +191,8 @@ void TransferEngine::Impl::post_file_task_locked(Task* task, RemoteSegment& seg)
   for (size_t i = task->buffer_index; i < seg.files.size() && pos < end; ++i) {
     const FileBuffer& f = seg.files[i];
     while (pos < end && pos < f.offset + f.length) {
-      const size_t n = static_cast<size_t>(std::min({end, f.offset + f.length, pos + kMaxPiece}) - pos);
+      const size_t n =
+          static_cast<size_t>(std::min({end, f.offset + f.length, pos + kMaxPiece}) - pos);
       pieces.push_back({&f, pos - f.offset, n, local + (pos - task->req.target_offset)});
       pos += n;
     }
@@ -216,8 +218,9 @@ void TransferEngine::Impl::post_file_task_locked(Task* task, RemoteSegment& seg)
       continue;
     }
     uct::Iov iov{p.local, p.length, nullptr};
-    const Status s = write ? file_ep_->put_zcopy(&iov, 1, p.offset, *p.file->rkey, &task->file_comp)
-                           : file_ep_->get_zcopy(&iov, 1, p.offset, *p.file->rkey, &task->file_comp);
+    const Status s = write
+                         ? file_ep_->put_zcopy(&iov, 1, p.offset, *p.file->rkey, &task->file_comp)
+                         : file_ep_->get_zcopy(&iov, 1, p.offset, *p.file->rkey, &task->file_comp);
     if (s == Status::InProgress) continue;
     if (s != Status::Ok) {
       MC_LOG(error) << "transfer engine: " << (write ? "write to" : "read from") << " '"
@@ -240,10 +243,12 @@ void TransferEngine::Impl::on_file_done_locked(Task* task) {
     finish_locked(task, COMPLETED);
     return;
   }
-  MC_LOG(error) << "transfer engine: " << (task->req.opcode == TransferRequest::WRITE ? "WRITE" : "READ")
-                << " of " << task->req.length << " bytes at offset " << task->req.target_offset
+  MC_LOG(error) << "transfer engine: "
+                << (task->req.opcode == TransferRequest::WRITE ? "WRITE" : "READ") << " of "
+                << task->req.length << " bytes at offset " << task->req.target_offset
                 << " of file segment '" << (seg != segments_.end() ? seg->second->name : "?")
-                << "' failed: " << (stop_ && s == Status::Ok ? "engine stopping" : ucs::status_string(s))
+                << "' failed: "
+                << (stop_ && s == Status::Ok ? "engine stopping" : ucs::status_string(s))
                 << " (the nvmeof log above names the file and the errno)";
   finish_locked(task, FAILED);
 }

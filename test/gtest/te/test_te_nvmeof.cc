@@ -42,10 +42,10 @@ struct Op {
   uint64_t seed;
 };
 const Op kOps[] = {
-    {4096, 8192, 21},                 // aligned, inside file 0
-    {kLen0 - 1000, 3000, 22},         // unaligned, across the boundary
-    {kLen0 + 4096, 4096 * 3, 23},     // aligned in file 1 (unaligned in the segment)
-    {123, kLen0 + kLen1 - 200, 24},   // nearly everything, overwriting the others
+    {4096, 8192, 21},                // aligned, inside file 0
+    {kLen0 - 1000, 3000, 22},        // unaligned, across the boundary
+    {kLen0 + 4096, 4096 * 3, 23},    // aligned in file 1 (unaligned in the segment)
+    {123, kLen0 + kLen1 - 200, 24},  // nearly everything, overwriting the others
 };
 
 std::string tool_path() {
@@ -97,8 +97,8 @@ class TeNvmeof : public testing::Test {
                         const std::vector<std::string>& mounts,
                         const std::string& server = "storage-node") {
     std::string out;
-    std::vector<std::string> args = {"register", "--metadata", url, "--segment", segment,
-                                     "--server", server};
+    std::vector<std::string> args = {"register", "--metadata", url,   "--segment",
+                                     segment,    "--server",   server};
     args.insert(args.end(), files.begin(), files.end());
     ASSERT_EQ(tool(args, &out), 0) << out;
     for (size_t i = 0; i < mounts.size(); ++i) {
@@ -402,10 +402,10 @@ TEST_F(TeNvmeof, ToolRegistersMountsShowsAndRefuses) {
   EXPECT_EQ(tool({"show", "--metadata", url, "--segment", "nope"}, &out), 1);
   EXPECT_EQ(tool({"-h"}, &out), 0);
   EXPECT_NE(out.find("local_path_map"), std::string::npos);
-  ASSERT_EQ(tool({"unmount", "--metadata", url, "--segment", "seg", "--host", "node02",
-                  "--buffer", "1"},
-                 &out),
-            0)
+  ASSERT_EQ(
+      tool({"unmount", "--metadata", url, "--segment", "seg", "--host", "node02", "--buffer", "1"},
+           &out),
+      0)
       << out;
   ASSERT_EQ(tool({"unregister", "--metadata", url, "--segment", "seg"}, &out), 0) << out;
   EXPECT_EQ(tool({"show", "--metadata", url, "--segment", "seg"}, &out), 1);
