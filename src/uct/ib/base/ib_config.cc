@@ -67,9 +67,9 @@ const ucs::config::Table& ib_config_table() {
              "How GPU (CUDA device) memory is registered: dmabuf (a dma-buf of the range from "
              "the CUDA driver, cuMemGetHandleForAddressRange, then ibv_reg_dmabuf_mr of "
              "rdma-core 34+), peermem (plain ibv_reg_mr, served by the nvidia_peermem or "
-             "nv_peer_mem kernel module), auto (dmabuf when both ends have it, else peermem "
-             "when the module is loaded) or off (host memory only). mc_info -d says which "
-             "path is active, or why none is.",
+             "nv_peer_mem kernel module), auto (dmabuf when the CUDA driver and the verbs library "
+             "both have it, else peermem when the module is loaded) or off (host memory only). "
+             "mc_info -d says which path is active, or why none is.",
              &IbConfig::gpu_reg,
              ucs::config::enum_parser<GpuRegMode>({{"auto", GpuRegMode::Auto},
                                                    {"dmabuf", GpuRegMode::DmaBuf},
