@@ -3,8 +3,9 @@
 # Builds mc with CUDA and runs the GPU tests: cuda_copy round trips between
 # host and device and device to device, memory-type detection, the range
 # cache, bounce buffers; UCP's staging protocol (cudaMalloc'd memory put to
-# and got from a host buffer over tcp and sm through cuda_copy). Run from the
-# top of the tree on a machine with a GPU.
+# and got from a host buffer over tcp and sm through cuda_copy), and the
+# Transfer Engine writing and reading device memory. Run from the top of the
+# tree on a machine with a GPU.
 #   test/gpu/run.sh [build-dir]        (default: build-gpu-run)
 set -euo pipefail
 
@@ -29,4 +30,4 @@ make -j"$jobs" -C test/gtest check TESTS= >/dev/null
 
 [ -x src/tools/info/mc_info ] && src/tools/info/mc_info -d | sed -n '/Component: cuda_copy/,/^#$/p'
 export MC_LOG_LEVEL=${MC_LOG_LEVEL:-info}
-test/gtest/mc_gtest --gtest_filter='CudaCopy*:MemTypeCache*:*CudaStaging*' "${@:2}"
+test/gtest/mc_gtest --gtest_filter='CudaCopy*:MemTypeCache*:*CudaStaging*:*TeCuda*' "${@:2}"

@@ -276,7 +276,11 @@ int TransferEngine::Impl::register_memory(const std::vector<BufferEntry>& entrie
     buf->length = e.length;
     buf->remote_accessible = remote_accessible;
     buf->location = location;
-    if (location == "*") {
+    if (location == "*" && worker_->detect_mem_type(e.addr, e.length) != uct::MemType::Host) {
+      // GPU memory (a memory domain such as cuda_copy's recognises it); its
+      // device number is not told through UCP: the first device's NICs.
+      buf->location = "cuda:0";
+    } else if (location == "*") {
       std::string why;
       Result<std::string> loc = te::detect_location(e.addr, e.length, &why);
       if (!loc.ok()) {

@@ -258,6 +258,10 @@ bool TransferEngine::Impl::post_task_locked(Task* task, uint64_t now) {
   task->first_error = Status::Ok;
   ucp::RequestParams params;
   params.memh = task->local ? task->local->memh.get() : nullptr;
+  // GPU memory: UCP stages it through host memory when no lane reaches it.
+  if (task->local && task->local->location.starts_with("cuda:")) {
+    params.mem_type = uct::MemType::Cuda;
+  }
   RemoteSegment& seg = *segments_.at(task->req.target_id);
   params.rails = rails_locked(seg, *task);
   log_path_locked(**entry, seg, *task, params.rails);
