@@ -176,6 +176,11 @@ bool TransferEngine::Impl::validate_file_locked(const TransferRequest& req,
 }
 
 void TransferEngine::Impl::post_file_task_locked(Task* task, RemoteSegment& seg) {
+  if (!file_ep_) {  // not expected: a file segment is open
+    MC_LOG(error) << "transfer engine: the nvmeof transport is closed";
+    finish_locked(task, FAILED);
+    return;
+  }
   const bool write = task->req.opcode == TransferRequest::WRITE;
   constexpr uint64_t kMaxPiece = uint64_t{1} << 30;  // the nvmeof transport's largest request
   struct Piece {
