@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 
+#include <algorithm>
 #include <random>
 
 #include "ucp/metadata/config.h"
@@ -472,6 +473,14 @@ SegmentHandle TransferEngine::Impl::open_segment(const std::string& name) {
 }
 
 int TransferEngine::Impl::close_segment(SegmentHandle id) {
+  // A file segment: no other one opens meanwhile (the last one closes the
+  // nvmeof transport below).
+  std::unique_lock<std::mutex> open_lock(open_mu_, std::defer_lock);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = segments_.find(id);
+    if (it != segments_.end() && it->second->file) open_lock.lock();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = segments_.find(id);
   if (it == segments_.end()) {
@@ -484,7 +493,17 @@ int TransferEngine::Impl::close_segment(SegmentHandle id) {
     return static_cast<int>(Status::Busy);
   }
   endpoints_->remove(id);
+  const bool file = it->second->file;
   segments_.erase(it);
+  if (file && file_inflight_ == 0 &&
+      std::none_of(segments_.begin(), segments_.end(),
+                   [](const auto& kv) { return kv.second->file; })) {
+    // The last file segment: close the nvmeof transport, and with it the
+    // files it keeps open; the next file segment opens it again.
+    file_ep_.reset();
+    file_iface_.reset();
+    file_md_.reset();
+  }
   return 0;
 }
 
