@@ -186,13 +186,16 @@ void StagingOp::abort() {
 }
 
 size_t StagingOp::in_flight() const {
-  if (orphaned_) return 0;
+  // The copy transport is the worker's, not the endpoint's: its copies
+  // still complete (into this op's buffers) after the endpoint went.
   size_t n = 0;
   for (const Stage& st : stages_) {
     if (st.state == State::Copying) ++n;
-    if (st.net) n += st.net->in_flight();
+    if (st.net && !orphaned_) n += st.net->in_flight();
   }
-  for (const auto& d : draining_) n += d.first->in_flight();
+  if (!orphaned_) {
+    for (const auto& d : draining_) n += d.first->in_flight();
+  }
   return n;
 }
 

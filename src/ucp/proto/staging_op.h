@@ -42,7 +42,9 @@ struct StagingParams {
 /// `depth` fragments are in flight, so the copy of one overlaps the network
 /// transfer of the others. A failure of either stage fails the request with
 /// that status (after what is in flight completes); the network stage
-/// re-issues slices on other lanes as RmaOp does.
+/// re-issues slices on other lanes as RmaOp does. Orphaned (its endpoint
+/// destroyed), it still counts its copies in flight: the memory-type
+/// transport belongs to the worker and completes them.
 class StagingOp : public RequestOp {
  public:
   explicit StagingOp(StagingParams params);

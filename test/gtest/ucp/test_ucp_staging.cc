@@ -232,6 +232,41 @@ TEST_P(UcpStaging, CopyFailsWhenPosted) {
   EXPECT_TRUE(matches(vram(), kFrag, 5));
 }
 
+TEST_P(UcpStaging, CancelAndEndpointGoneLeaveThePoolWhole) {
+  RequestParams params;
+  params.mem_type = uct::MemType::Cuda;
+  const uint64_t raddr = reinterpret_cast<uintptr_t>(remote_.data());
+  // Canceled with copies in flight: Canceled, and its buffers come back.
+  Result<std::shared_ptr<Request>> r =
+      ep_->put_nbx(vram_->address(), 8 * kFrag, raddr, *rkey_, params);
+  ASSERT_TRUE(r.ok());
+  (*r)->cancel();
+  EXPECT_EQ(wait(r), Status::Canceled);
+  // The endpoint destroyed with a staged get's copies and sends in flight.
+  r = ep_->get_nbx(vram_->address(), 8 * kFrag, raddr, *rkey_, params);
+  ASSERT_TRUE(r.ok());
+  workers_[0]->progress();
+  rkey_.reset();
+  ep_.reset();
+  EXPECT_TRUE((*r)->completed());
+  for (int i = 0; i < 100; ++i) {
+    for (auto& w : workers_) w->progress();
+  }
+  // A new endpoint stages through the same pool: every buffer is free.
+  Result<std::unique_ptr<Endpoint>> ep = workers_[0]->ep_create(workers_[1]->address());
+  ASSERT_TRUE(ep.ok());
+  ep_ = std::move(*ep);
+  Result<std::vector<uint8_t>> packed = remote_mh_->rkey_pack();
+  ASSERT_TRUE(packed.ok());
+  Result<std::unique_ptr<Rkey>> rk = ep_->rkey_unpack(*packed);
+  ASSERT_TRUE(rk.ok());
+  rkey_ = std::move(*rk);
+  fill(vram(), 6 * kFrag, 6);
+  ASSERT_EQ(rma(proto::Op::Put, 6 * kFrag), Status::Ok);
+  ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+  EXPECT_TRUE(matches(remote_.data(), 6 * kFrag, 6));
+}
+
 TEST_P(UcpStaging, HostMemoryIsNotStaged) {
   // The default memory type, host: the fast path, no copy.
   fill(remote_.data(), 1000, 3);
