@@ -3,6 +3,7 @@
 #include "tools/metadata/http_request.h"
 
 #include <charconv>
+#include <cstdint>
 
 namespace mc::tools::metadata {
 
