@@ -307,11 +307,11 @@ size_t EventLoop::dispatch_timers() {
 }
 
 size_t EventLoop::dispatch_posted() {
+  std::unique_lock guard(lock_);
+  if (posted_.empty()) return 0;  // the common round: no deque to make and free
   std::deque<std::function<void()>> batch;
-  {
-    std::lock_guard guard(lock_);
-    batch.swap(posted_);
-  }
+  batch.swap(posted_);
+  guard.unlock();
   // Functions posted while these run wait for the next round (the eventfd
   // was written for them), so a self-reposting function cannot starve fds.
   for (auto& fn : batch) fn();

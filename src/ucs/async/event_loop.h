@@ -121,6 +121,11 @@ class EventLoop {
   /// progress()).
   bool in_loop_thread() const;
 
+  /// The loop's epoll fd: readable while a watched fd, a due timer or a
+  /// posted function waits for progress(). For a caller that sleeps in its
+  /// own epoll set; never read it or close it.
+  int fd() const { return epfd_; }
+
  private:
   struct FdHandler {
     int fd;

@@ -4,6 +4,8 @@
 #include "uct/tcp/tcp_conn.h"
 
 #include <sys/epoll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -320,14 +322,21 @@ void TcpConn::recv_locked() {
 }
 
 void TcpConn::recv_rounds_locked() {
+  // A read that returns less than it asked for has (all but certainly)
+  // emptied the socket: stop there instead of paying a system call for the
+  // EAGAIN. The fd is level-triggered, so bytes that arrive later, or a
+  // remainder, are reported by the next wait.
+  bool drained = false;
   for (int round = 0; round < kRecvRounds && !dead_; ++round) {
-    if (!consume_locked() || paused_ || rx_stalled_) return;
+    if (!consume_locked() || paused_ || rx_stalled_ || drained) return;
     ssize_t n;
     if (rx_state_ == RxState::Payload && rx_len() == 0 && !sink_.discard && !sink_.revoked &&
         sink_.remaining() >= kDirectRecvMin) {
+      const size_t want = sink_.remaining();
       n = sink_.readv_from(fd_);
       if (n == 0 && sink_.revoked) continue;  // the rest goes through the buffer, dropped
       if (n > 0) {
+        drained = static_cast<size_t>(n) < want;
         if (sink_.remaining() == 0) end_frame_locked();
         continue;
       }
@@ -337,9 +346,15 @@ void TcpConn::recv_rounds_locked() {
         rx_end_ -= rx_start_;
         rx_start_ = 0;
       }
-      n = recv(fd_, rx_buf_.data() + rx_end_, rx_buf_.size() - rx_end_, MSG_DONTWAIT);
+      const size_t want = rx_buf_.size() - rx_end_;
+      n = recv(fd_, rx_buf_.data() + rx_end_, want, MSG_DONTWAIT);
       if (n > 0) {
+        drained = static_cast<size_t>(n) < want;
         rx_end_ += static_cast<size_t>(n);
+        if (drained) {
+          int zero = 0;
+          (void)setsockopt(fd_, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero));
+        }
         continue;
       }
     }

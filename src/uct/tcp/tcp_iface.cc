@@ -170,7 +170,8 @@ void TcpIface::push_event(Event ev) {
 }
 
 Result<int> TcpIface::event_fd() {
-  if (!own_loop_ && !loop_->is_running()) return Status::Unsupported;
+  // Driven by progress(): the sockets wake the caller through the loop's fd.
+  if (!own_loop_ && !loop_->is_running()) return loop_->fd();
   return event_fd_;
 }
 
