@@ -46,9 +46,23 @@ struct WorkerIface {
 };
 
 /// Optional inputs of Worker::create().
+/// Where a worker's background work runs: its transports' sockets (tcp)
+/// and their timers.
+enum class AsyncMode : uint8_t {
+  /// On a thread of the worker: a peer's operations on this process's
+  /// memory complete while nobody calls progress(), at the cost of a thread
+  /// hop per message (tcp 8-byte latency about 3x that of Progress).
+  Thread,
+  /// In the caller's progress() and wait(): no thread hop; nothing moves
+  /// over tcp while nobody progresses the worker (as in UCX).
+  Progress,
+};
+
 struct WorkerParams {
   /// Overrides MC_THREAD_MODE for this worker.
   std::optional<ThreadMode> thread_mode;
+  /// Default Thread.
+  AsyncMode async_mode = AsyncMode::Thread;
   /// NUMA node of the memory this worker's endpoints move, for the choice
   /// of rails; default: the node of the CPU that creates the worker (from
   /// the topology), -1 when unknown.

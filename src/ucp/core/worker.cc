@@ -46,7 +46,7 @@ Result<std::unique_ptr<Worker>> Worker::create(Context& context, const WorkerPar
     w->numa_node_ = context.topology()->numa_node_of_cpu(sched_getcpu());
   }
   MC_ASSIGN_OR_RETURN(w->async_, ucs::EventLoop::create());
-  MC_RETURN_IF_ERROR(w->async_->start());
+  if (params.async_mode == AsyncMode::Thread) MC_RETURN_IF_ERROR(w->async_->start());
   MC_RETURN_IF_ERROR(w->open_ifaces());
   MC_RETURN_IF_ERROR(w->init_wait());
   return w;
