@@ -154,25 +154,36 @@ Status UcpTest::run() {
 
 Status UcpTest::open_side() {
   MC_ASSIGN_OR_RETURN(context_, make_context(p_.tl, &why_));
-  Result<std::unique_ptr<ucp::Worker>> worker = ucp::Worker::create(*context_);
+  // As the UCT tests: the tool's --async says where tcp's sockets are served
+  // (the loopback mode starts the loop for both sides' threads).
+  ucp::WorkerParams wp;
+  wp.async_mode = ctx_.async != nullptr && ctx_.async->is_running() ? ucp::AsyncMode::Thread
+                                                                    : ucp::AsyncMode::Progress;
+  Result<std::unique_ptr<ucp::Worker>> worker = ucp::Worker::create(*context_, wp);
   if (!worker.ok()) {
     why_ = std::string("cannot create the UCP worker: ") + ucs::status_string(worker.status());
     return worker.status();
   }
   worker_ = std::move(*worker);
+  // --alloc md: UCP allocates (as ucx_perftest's ucp_mem_map ALLOCATE), so
+  // sm gives shared memory the peer maps; heap: registered heap memory.
   for (int i = 0; i < kBufs; ++i) {
-    bufs_[i] = std::make_unique<AlignedBuffer>(len_);
-    if (!bufs_[i]->data()) {
-      why_ = "cannot allocate " + std::to_string(kBufs) + " buffers of " + std::to_string(len_) +
-             " bytes";
-      MC_LOG(error) << why_;
-      return Status::NoMemory;
+    Result<std::unique_ptr<ucp::MemHandle>> memh = Status::NoMemory;
+    if (p_.alloc == Alloc::Md) {
+      memh = ucp::MemHandle::alloc(*context_, len_);
+    } else {
+      bufs_[i] = std::make_unique<AlignedBuffer>(len_);
+      if (!bufs_[i]->data()) {
+        why_ = "cannot allocate " + std::to_string(kBufs) + " buffers of " +
+               std::to_string(len_) + " bytes";
+        MC_LOG(error) << why_;
+        return Status::NoMemory;
+      }
+      memh = ucp::MemHandle::map(*context_, bufs_[i]->data(), bufs_[i]->length());
     }
-    Result<std::unique_ptr<ucp::MemHandle>> memh =
-        ucp::MemHandle::map(*context_, bufs_[i]->data(), bufs_[i]->length());
     if (!memh.ok()) {
-      why_ = "cannot register " + std::to_string(len_) +
-             " bytes: " + ucs::status_string(memh.status());
+      why_ = std::string(p_.alloc == Alloc::Md ? "cannot allocate " : "cannot register ") +
+             std::to_string(len_) + " bytes: " + ucs::status_string(memh.status());
       MC_LOG(error) << why_;
       return memh.status();
     }

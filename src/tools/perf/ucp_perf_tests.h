@@ -55,7 +55,9 @@ class UcpTest {
   Status connect(std::span<const uint8_t> peer_wire);
   void fill_info();
   void install_handlers();
-  uint8_t* buf(Buf b) const { return bufs_[static_cast<int>(b)]->data(); }
+  uint8_t* buf(Buf b) const {
+    return static_cast<uint8_t*>(memh_[static_cast<int>(b)]->address());
+  }
   const ucp::MemHandle* memh(Buf b) const { return memh_[static_cast<int>(b)].get(); }
 
   // ucp_perf_ops.cc: posting, waiting, the tests, the end.
@@ -113,7 +115,7 @@ class UcpTest {
   // first, the context last; buffers outlive their registrations.
   std::unique_ptr<ucp::Context> context_;
   std::unique_ptr<ucp::Worker> worker_;
-  std::unique_ptr<AlignedBuffer> bufs_[kBufs];  // by Buf: send, final, receive
+  std::unique_ptr<AlignedBuffer> bufs_[kBufs];  // by Buf: send, final, receive (--alloc heap)
   std::unique_ptr<ucp::MemHandle> memh_[kBufs];
   std::unique_ptr<ucp::Endpoint> ep_;
   std::unique_ptr<ucp::Rkey> peer_recv_rkey_, peer_send_rkey_;

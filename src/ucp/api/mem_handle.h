@@ -28,6 +28,15 @@ class MemHandle {
   /// empty range, Unsupported when no memory domain could register it.
   static Result<std::unique_ptr<MemHandle>> map(Context& context, void* address, size_t length,
                                                 unsigned access = uct::kAccessAll);
+  /// Allocates `length` bytes of host memory from the first memory domain
+  /// that allocates (MdAttr kMdAlloc: sm's shared memory, which a peer on
+  /// this host maps and writes with plain stores instead of a copy through
+  /// the kernel), and registers it with every other memory domain as map()
+  /// does; ordinary page-aligned memory registered by map() when no domain
+  /// allocates. Released with the handle. InvalidParam for length 0,
+  /// NoMemory when nothing could allocate it.
+  static Result<std::unique_ptr<MemHandle>> alloc(Context& context, size_t length,
+                                                  unsigned access = uct::kAccessAll);
   ~MemHandle();
   MemHandle(const MemHandle&) = delete;
   MemHandle& operator=(const MemHandle&) = delete;
@@ -47,10 +56,16 @@ class MemHandle {
   MemHandle(Context* context, void* address, size_t length)
       : context_(context), address_(address), length_(length) {}
 
+  /// Registers [address_, +length_) with each md that registers host memory
+  /// and has no registration here yet; the number of registrations made.
+  size_t register_all(unsigned access);
+
   Context* context_;
   void* address_;
   size_t length_;
   std::vector<std::unique_ptr<uct::MemHandle>> per_md_;  ///< indexed like Context::mds()
+  int alloc_md_ = -1;       ///< the md whose mem_alloc made the memory; released last
+  void* heap_ = nullptr;    ///< alloc() without an allocating md: freed last
 };
 
 }  // namespace mc::ucp

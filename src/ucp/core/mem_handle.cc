@@ -2,6 +2,9 @@
 // MemHandle: registration in every suitable memory domain, and rkey_pack.
 #include "ucp/api/mem_handle.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "ucp/api/context.h"
 #include "ucp/core/rkey_container.h"
 #include "ucs/log/log.h"
@@ -16,30 +19,85 @@ Result<std::unique_ptr<MemHandle>> MemHandle::map(Context& context, void* addres
   }
   std::unique_ptr<MemHandle> h(new MemHandle(&context, address, length));
   h->per_md_.resize(context.mds().size());
-  size_t registered = 0;
-  for (size_t i = 0; i < context.mds().size(); ++i) {
-    const MdEntry& md = context.mds()[i];
-    if (!(md.attr.flags & uct::kMdReg) ||
-        !(md.attr.reg_mem_types & uct::mem_type_bit(uct::MemType::Host))) {
-      continue;
-    }
-    Result<std::unique_ptr<uct::MemHandle>> r = md.md->mem_reg(address, length, access);
-    if (!r.ok()) {
-      MC_LOG(debug) << "ucp: md " << md.name << " did not register " << length
-                    << " bytes: " << ucs::status_string(r.status());
-      continue;
-    }
-    h->per_md_[i] = std::move(*r);
-    ++registered;
-  }
-  if (registered == 0) {
+  if (h->register_all(access) == 0) {
     MC_LOG(error) << "ucp: no memory domain could register " << length << " bytes at " << address;
     return Status::Unsupported;
   }
   return h;
 }
 
-MemHandle::~MemHandle() = default;
+Result<std::unique_ptr<MemHandle>> MemHandle::alloc(Context& context, size_t length,
+                                                    unsigned access) {
+  if (length == 0) {
+    MC_LOG(error) << "ucp: cannot allocate 0 bytes";
+    return Status::InvalidParam;
+  }
+  for (size_t i = 0; i < context.mds().size(); ++i) {
+    const MdEntry& md = context.mds()[i];
+    // Only a domain some enabled transport uses (MC_TLS=tcp: no sm memory).
+    const auto& res = context.resources();
+    const bool used = std::any_of(res.begin(), res.end(), [i](const ResourceInfo& r) {
+      return r.md_index == i && r.enabled;
+    });
+    if (!used || !(md.attr.flags & uct::kMdAlloc)) continue;
+    Result<std::unique_ptr<uct::MemHandle>> r =
+        md.md->mem_alloc(length, uct::MemType::Host, access);
+    if (!r.ok()) {
+      MC_LOG(debug) << "ucp: md " << md.name << " did not allocate " << length
+                    << " bytes: " << ucs::status_string(r.status());
+      continue;
+    }
+    std::unique_ptr<MemHandle> h(new MemHandle(&context, (*r)->address(), length));
+    h->per_md_.resize(context.mds().size());
+    h->per_md_[i] = std::move(*r);
+    h->alloc_md_ = static_cast<int>(i);
+    (void)h->register_all(access);
+    return h;
+  }
+  // Nothing allocates: page-aligned heap memory, registered.
+  const size_t page = 4096;
+  void* mem = std::aligned_alloc(page, (length + page - 1) / page * page);
+  if (mem == nullptr) {
+    MC_LOG(error) << "ucp: cannot allocate " << length << " bytes";
+    return Status::NoMemory;
+  }
+  Result<std::unique_ptr<MemHandle>> h = map(context, mem, length, access);
+  if (!h.ok()) {
+    std::free(mem);
+    return h.status();
+  }
+  (*h)->heap_ = mem;
+  return h;
+}
+
+size_t MemHandle::register_all(unsigned access) {
+  size_t registered = 0;
+  for (size_t i = 0; i < context_->mds().size(); ++i) {
+    const MdEntry& md = context_->mds()[i];
+    if (per_md_[i] || !(md.attr.flags & uct::kMdReg) ||
+        !(md.attr.reg_mem_types & uct::mem_type_bit(uct::MemType::Host))) {
+      continue;
+    }
+    Result<std::unique_ptr<uct::MemHandle>> r = md.md->mem_reg(address_, length_, access);
+    if (!r.ok()) {
+      MC_LOG(debug) << "ucp: md " << md.name << " did not register " << length_
+                    << " bytes: " << ucs::status_string(r.status());
+      continue;
+    }
+    per_md_[i] = std::move(*r);
+    ++registered;
+  }
+  return registered;
+}
+
+MemHandle::~MemHandle() {
+  // Every registration goes before the memory it names.
+  for (size_t i = 0; i < per_md_.size(); ++i) {
+    if (static_cast<int>(i) != alloc_md_) per_md_[i].reset();
+  }
+  per_md_.clear();
+  std::free(heap_);
+}
 
 bool MemHandle::contains(const void* addr, size_t len) const {
   const auto a = reinterpret_cast<uintptr_t>(addr);

@@ -2,9 +2,13 @@
 // UCP end to end in one process: put, get and active messages at every size
 // class of the protocol tables, with data checked, over self (one worker
 // talking to itself), tcp and sm (two workers), and tcp+sm together (two
-// rails); flush, close, and a request deadline giving Timeout.
+// rails); flush, close, and a request deadline giving Timeout. Variants:
+// +progress runs the workers' sockets in progress() (AsyncMode::Progress),
+// +alloc takes the target memory from MemHandle::alloc.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include "ucp/api/ucp.h"
@@ -37,7 +41,8 @@ class UcpE2e : public testing::TestWithParam<std::string> {
   void SetUp() override {
     // "tls" or "tls+variant": +bcopy forces bcopy everywhere (fragmented
     // active messages and puts), +rails adds a second eager rail, +rndv
-    // sends active messages from 100000 bytes by rendezvous.
+    // sends active messages from 100000 bytes by rendezvous, +progress and
+    // +alloc as the file comment says.
     const std::string param = GetParam();
     const std::string tls = param.substr(0, param.find('+'));
     const std::string variant =
@@ -63,8 +68,11 @@ class UcpE2e : public testing::TestWithParam<std::string> {
     Result<std::unique_ptr<Context>> ctx = Context::create(params);
     ASSERT_TRUE(ctx.ok());
     ctx_ = std::move(*ctx);
+    alloc_ = variant == "alloc";
+    WorkerParams wp;
+    wp.async_mode = variant == "progress" ? AsyncMode::Progress : AsyncMode::Thread;
     for (int i = 0; i < (tls == "self" ? 1 : 2); ++i) {
-      Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
+      Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_, wp);
       ASSERT_TRUE(w.ok()) << ucs::status_string(w.status());
       workers_.push_back(std::move(*w));
     }
@@ -116,18 +124,28 @@ class UcpE2e : public testing::TestWithParam<std::string> {
   std::unique_ptr<Context> ctx_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<Endpoint> ep_;
+  bool alloc_ = false;
 };
 
 TEST_P(UcpE2e, PutAndGetEverySizeClass) {
   const size_t max = size_t{8} << 20;
-  std::vector<uint8_t> target(max, 0);
-  Result<std::unique_ptr<MemHandle>> tmh = MemHandle::map(*ctx_, target.data(), target.size());
-  ASSERT_TRUE(tmh.ok());
+  std::vector<uint8_t> storage;
+  Result<std::unique_ptr<MemHandle>> tmh = Status::NoMemory;
+  if (alloc_) {
+    tmh = MemHandle::alloc(*ctx_, max);
+    ASSERT_TRUE(tmh.ok()) << ucs::status_string(tmh.status());
+    std::memset((*tmh)->address(), 0, max);
+  } else {
+    storage.assign(max, 0);
+    tmh = MemHandle::map(*ctx_, storage.data(), storage.size());
+    ASSERT_TRUE(tmh.ok());
+  }
+  const auto* target = static_cast<const uint8_t*>((*tmh)->address());
   Result<std::vector<uint8_t>> packed = (*tmh)->rkey_pack();
   ASSERT_TRUE(packed.ok());
   Result<std::unique_ptr<Rkey>> rkey = ep_->rkey_unpack(*packed);
   ASSERT_TRUE(rkey.ok());
-  const uint64_t base = reinterpret_cast<uintptr_t>(target.data());
+  const uint64_t base = reinterpret_cast<uintptr_t>(target);
   for (size_t n : sizes(proto::Op::Put)) {
     for (bool registered : {false, true}) {
       SCOPED_TRACE("size " + std::to_string(n) + (registered ? " registered" : ""));
@@ -140,7 +158,7 @@ TEST_P(UcpE2e, PutAndGetEverySizeClass) {
       }
       ASSERT_EQ(wait(ep_->put_nbx(src.data(), n, base, **rkey, params)), Status::Ok);
       ASSERT_EQ(wait(ep_->flush()), Status::Ok);
-      ASSERT_TRUE(std::equal(src.begin(), src.end(), target.begin()));
+      ASSERT_TRUE(std::equal(src.begin(), src.end(), target));
       std::vector<uint8_t> back(n, 0xee);
       std::unique_ptr<MemHandle> bmh;
       if (registered && n > 0) {
@@ -236,7 +254,9 @@ TEST_P(UcpE2e, CancelAndForceClose) {
 
 INSTANTIATE_TEST_SUITE_P(Ucp, UcpE2e,
                          testing::Values("self", "tcp", "sm", "sm,tcp", "self+bcopy", "tcp+bcopy",
-                                         "sm,tcp+rails", "self+rndv", "tcp+rndv", "sm+rndv"),
+                                         "sm,tcp+rails", "self+rndv", "tcp+rndv", "sm+rndv",
+                                         "tcp+progress", "sm,tcp+progress", "sm+alloc",
+                                         "tcp+alloc"),
                          [](const testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), ',', '_');
@@ -272,6 +292,57 @@ TEST(UcpWorker, UnreachablePeerIsReported) {
   auto b = Worker::create(**ctx);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ((*a)->ep_create((*b)->address()).status(), Status::Unreachable);
+}
+
+}  // namespace
+}  // namespace mc::ucp::test
+
+namespace mc::ucp::test {
+namespace {
+
+// The /proc/self/maps line of the mapping holding `p`.
+std::string mapping_of(const void* p) {
+  std::ifstream maps("/proc/self/maps");
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  for (std::string line; std::getline(maps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) return line;
+  }
+  return "";
+}
+
+std::unique_ptr<Context> context_for(const std::string& tls, ucs::config::Sources* sources) {
+  Result<ucs::config::Sources> s = ucs::config::Sources::from({{"MC_TLS", tls}}, {});
+  if (!s.ok()) return nullptr;
+  *sources = std::move(*s);
+  ContextParams params;
+  params.sources = sources;
+  Result<std::unique_ptr<Context>> ctx = Context::create(params);
+  return ctx.ok() ? std::move(*ctx) : nullptr;
+}
+
+TEST(UcpMemAlloc, SmAllocatesSharedMemoryOthersPageAlignedHeap) {
+  ucs::config::Sources sources;
+  std::unique_ptr<Context> sm = context_for("sm", &sources);
+  ASSERT_NE(sm, nullptr);
+  Result<std::unique_ptr<MemHandle>> h = MemHandle::alloc(*sm, 100000);
+  ASSERT_TRUE(h.ok()) << ucs::status_string(h.status());
+  EXPECT_EQ((*h)->length(), 100000u);
+  // sm's shared memory: a file of /dev/shm the peer maps, not anonymous memory.
+  EXPECT_NE(mapping_of((*h)->address()).find("/dev/shm/"), std::string::npos)
+      << mapping_of((*h)->address());
+  EXPECT_TRUE((*h)->rkey_pack().ok());
+
+  ucs::config::Sources tcp_sources;
+  std::unique_ptr<Context> tcp = context_for("tcp", &tcp_sources);
+  ASSERT_NE(tcp, nullptr);
+  Result<std::unique_ptr<MemHandle>> heap = MemHandle::alloc(*tcp, 5000);
+  ASSERT_TRUE(heap.ok()) << ucs::status_string(heap.status());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>((*heap)->address()) % 4096, 0u);
+  EXPECT_EQ(mapping_of((*heap)->address()).find("/dev/shm/"), std::string::npos);
+  std::memset((*heap)->address(), 0x5a, 5000);  // writable over its whole length (ASan checks)
+
+  EXPECT_EQ(MemHandle::alloc(*tcp, 0).status(), Status::InvalidParam);
 }
 
 }  // namespace
