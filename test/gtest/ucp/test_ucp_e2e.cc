@@ -13,6 +13,7 @@
 
 #include "ucp/api/ucp.h"
 #include "ucp/proto/request_op.h"
+#include "ucp/ucp_test_util.h"
 #include "uct/base/component_loader.h"
 
 namespace mc::ucp::test {
@@ -311,19 +312,9 @@ std::string mapping_of(const void* p) {
   return "";
 }
 
-std::unique_ptr<Context> context_for(const std::string& tls, ucs::config::Sources* sources) {
-  Result<ucs::config::Sources> s = ucs::config::Sources::from({{"MC_TLS", tls}}, {});
-  if (!s.ok()) return nullptr;
-  *sources = std::move(*s);
-  ContextParams params;
-  params.sources = sources;
-  Result<std::unique_ptr<Context>> ctx = Context::create(params);
-  return ctx.ok() ? std::move(*ctx) : nullptr;
-}
-
 TEST(UcpMemAlloc, SmAllocatesSharedMemoryOthersPageAlignedHeap) {
   ucs::config::Sources sources;
-  std::unique_ptr<Context> sm = context_for("sm", &sources);
+  std::unique_ptr<Context> sm = make_context({{"MC_TLS", "sm"}}, &sources);
   ASSERT_NE(sm, nullptr);
   Result<std::unique_ptr<MemHandle>> h = MemHandle::alloc(*sm, 100000);
   ASSERT_TRUE(h.ok()) << ucs::status_string(h.status());
@@ -334,7 +325,7 @@ TEST(UcpMemAlloc, SmAllocatesSharedMemoryOthersPageAlignedHeap) {
   EXPECT_TRUE((*h)->rkey_pack().ok());
 
   ucs::config::Sources tcp_sources;
-  std::unique_ptr<Context> tcp = context_for("tcp", &tcp_sources);
+  std::unique_ptr<Context> tcp = make_context({{"MC_TLS", "tcp"}}, &tcp_sources);
   ASSERT_NE(tcp, nullptr);
   Result<std::unique_ptr<MemHandle>> heap = MemHandle::alloc(*tcp, 5000);
   ASSERT_TRUE(heap.ok()) << ucs::status_string(heap.status());

@@ -56,28 +56,15 @@ uint64_t bytes_sent_on(in_addr addr) {
 // The target process: serves a buffer and reports the length of every
 // active message it gets, until the parent closes its pipe.
 int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int reply_fd) {
-  ucs::config::Sources sources;
-  std::unique_ptr<Context> ctx = make_context(env, &sources);
-  if (!ctx) return 2;
-  Result<std::unique_ptr<Worker>> worker = Worker::create(*ctx);
-  if (!worker.ok()) return 3;
-  std::vector<uint8_t> buffer(kBuffer, 0);
-  Result<std::unique_ptr<MemHandle>> mh = MemHandle::map(*ctx, buffer.data(), buffer.size());
-  if (!mh.ok()) return 4;
-  Result<std::vector<uint8_t>> rkey = (*mh)->rkey_pack();
-  if (!rkey.ok()) return 5;
-  (*worker)->set_am_handler(kAmId, [reply_fd](const void*, size_t length) {
+  TargetSide t;
+  if (const int rc = t.open(env, kBuffer); rc != 0) return rc;
+  t.worker->set_am_handler(kAmId, [reply_fd](const void*, size_t length) {
     const uint64_t n = length;
     (void)mc::test::write_all(reply_fd, &n, sizeof(n));
   });
-  const uint64_t base = reinterpret_cast<uintptr_t>(buffer.data());
-  if (!mc::test::write_blob(reply_fd, (*worker)->address()) ||
-      !mc::test::write_blob(reply_fd, *rkey) ||
-      !mc::test::write_all(reply_fd, &base, sizeof(base))) {
-    return 6;
-  }
+  if (const int rc = t.publish(reply_fd); rc != 0) return rc;
   for (;;) {
-    (*worker)->progress();
+    t.worker->progress();
     pollfd p{cmd_fd, POLLIN, 0};
     if (poll(&p, 1, 0) > 0) break;  // the parent closed the pipe (or went)
   }

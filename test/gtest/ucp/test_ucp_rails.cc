@@ -17,7 +17,7 @@ namespace {
 using ucs::Result;
 using ucs::Status;
 
-class UcpRails : public testing::Test {
+class UcpRails : public testing::Test, protected UcpPair {
  protected:
   void SetUp() override {
     if (!uct::find_component("tcp")) GTEST_SKIP() << "tcp transport is not available";
@@ -32,15 +32,7 @@ class UcpRails : public testing::Test {
                          // runs (reconnection has its own tests).
                          {"MC_LANE_RECONNECT_INTERVAL", "off"}},
                         &sources_);
-    ASSERT_TRUE(ctx_);
-    for (int i = 0; i < 2; ++i) {
-      Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
-      ASSERT_TRUE(w.ok());
-      workers_.push_back(std::move(*w));
-    }
-    Result<std::unique_ptr<Endpoint>> ep = workers_[0]->ep_create(workers_[1]->address());
-    ASSERT_TRUE(ep.ok());
-    ep_ = std::move(*ep);
+    ASSERT_NO_FATAL_FAILURE(open_workers());
     ASSERT_EQ(ep_->lanes().rma_bw_lanes.size(), 2u) << "two tcp rails expected";
     for (size_t lane : ep_->lanes().rma_bw_lanes) {
       const wireup::Lane& l = ep_->lanes().lanes[lane];
@@ -66,19 +58,10 @@ class UcpRails : public testing::Test {
     ep_.reset();
     smh_.reset();
     tmh_.reset();
-    workers_.clear();
-    ctx_.reset();
+    close_pair();
   }
 
   uint64_t bytes(size_t lane) const { return ep_->lane_runtime()[lane].rma_bytes; }
-
-  Status wait(Result<std::shared_ptr<Request>> r) {
-    if (!r.ok()) return r.status();
-    while (!(*r)->completed()) {
-      for (auto& w : workers_) w->progress();
-    }
-    return (*r)->status();
-  }
 
   // Puts `n` bytes of src_ to target_ with `rails`, flushes, and checks them.
   void put(size_t n, const RailPreference* rails) {
@@ -107,10 +90,6 @@ class UcpRails : public testing::Test {
   static constexpr size_t kSize = size_t{8} << 20;
   std::string dev_;
   in_addr dev_addr_{};
-  ucs::config::Sources sources_;
-  std::unique_ptr<Context> ctx_;
-  std::vector<std::unique_ptr<Worker>> workers_;
-  std::unique_ptr<Endpoint> ep_;
   std::vector<uint8_t> src_, target_;
   std::unique_ptr<MemHandle> smh_, tmh_;
   std::unique_ptr<Rkey> rkey_;

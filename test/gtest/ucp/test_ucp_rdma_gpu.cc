@@ -23,7 +23,7 @@ using ucs::Status;
 using uct::test::FakeCuda;
 using uct::test::FakeGpuBuffer;
 
-class UcpRdmaGpu : public testing::TestWithParam<std::string> {
+class UcpRdmaGpu : public testing::TestWithParam<std::string>, protected UcpPair {
  protected:
   void SetUp() override {
     uct::test::use_soft_verbs_unless_told();
@@ -41,33 +41,9 @@ class UcpRdmaGpu : public testing::TestWithParam<std::string> {
                          {"MC_TRANSFER_TIMEOUT", "60s"},
                          {"MC_LANE_RECONNECT_INTERVAL", "off"}},
                         &sources_);
-    ASSERT_TRUE(ctx_);
-    for (int i = 0; i < 2; ++i) {
-      Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
-      ASSERT_TRUE(w.ok());
-      workers_.push_back(std::move(*w));
-    }
-    Result<std::unique_ptr<Endpoint>> ep = workers_[0]->ep_create(workers_[1]->address());
-    ASSERT_TRUE(ep.ok()) << ep.status();
-    ep_ = std::move(*ep);
+    ASSERT_NO_FATAL_FAILURE(open_workers());
   }
-  void TearDown() override {
-    ep_.reset();
-    workers_.clear();
-    ctx_.reset();
-  }
-  Status wait(Result<std::shared_ptr<Request>> r) {
-    if (!r.ok()) return r.status();
-    while (!(*r)->completed()) {
-      for (auto& w : workers_) w->progress();
-    }
-    return (*r)->status();
-  }
-
-  ucs::config::Sources sources_;
-  std::unique_ptr<Context> ctx_;
-  std::vector<std::unique_ptr<Worker>> workers_;
-  std::unique_ptr<Endpoint> ep_;
+  void TearDown() override { close_pair(); }
 };
 
 TEST_P(UcpRdmaGpu, PutAndGetReachGpuMemoryRegisteredThroughDmaBuf) {

@@ -52,14 +52,7 @@ std::vector<size_t> staged_sizes() {
 
 std::unique_ptr<Context> fake_context(const std::map<std::string, std::string>& env,
                                       ucs::config::Sources* sources) {
-  Result<ucs::config::Sources> s = ucs::config::Sources::from(env, {});
-  if (!s.ok()) return nullptr;
-  *sources = std::move(*s);
-  ContextParams params;
-  params.sources = sources;
-  params.components = {fake_gpu_component()};
-  Result<std::unique_ptr<Context>> ctx = Context::create(params);
-  return ctx.ok() ? std::move(*ctx) : nullptr;
+  return make_context(env, sources, {fake_gpu_component()});
 }
 
 // "Device memory" from the fake md of `ctx`.
@@ -83,7 +76,7 @@ std::map<std::string, std::string> staging_env(const std::string& tls) {
 
 // Two workers of one context with the fake GPU: an endpoint from the first
 // to the second, whose host buffer is the remote side.
-class UcpStaging : public testing::TestWithParam<std::string> {
+class UcpStaging : public testing::TestWithParam<std::string>, protected UcpPair {
  protected:
   void SetUp() override { open(GetParam() + "," + kFakeGpuTl); }
 
@@ -91,24 +84,9 @@ class UcpStaging : public testing::TestWithParam<std::string> {
     if (!uct::find_component(GetParam())) GTEST_SKIP() << GetParam() << " is not available";
     fake_gpu_state() = FakeGpuState{};
     ctx_ = fake_context(staging_env(tls), &sources_);
-    ASSERT_TRUE(ctx_);
-    for (int i = 0; i < 2; ++i) {
-      Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
-      ASSERT_TRUE(w.ok());
-      workers_.push_back(std::move(*w));
-    }
-    Result<std::unique_ptr<Endpoint>> ep = workers_[0]->ep_create(workers_[1]->address());
-    ASSERT_TRUE(ep.ok());
-    ep_ = std::move(*ep);
+    ASSERT_NO_FATAL_FAILURE(open_workers());
     remote_.assign(kRemote, 0);
-    Result<std::unique_ptr<MemHandle>> mh = MemHandle::map(*ctx_, remote_.data(), kRemote);
-    ASSERT_TRUE(mh.ok());
-    remote_mh_ = std::move(*mh);
-    Result<std::vector<uint8_t>> packed = remote_mh_->rkey_pack();
-    ASSERT_TRUE(packed.ok());
-    Result<std::unique_ptr<Rkey>> rk = ep_->rkey_unpack(*packed);
-    ASSERT_TRUE(rk.ok());
-    rkey_ = std::move(*rk);
+    ASSERT_NO_FATAL_FAILURE(map_remote(remote_, &remote_mh_, &rkey_));
     vram_ = fake_vram(*ctx_, kRemote);
     ASSERT_TRUE(vram_);
   }
@@ -118,17 +96,8 @@ class UcpStaging : public testing::TestWithParam<std::string> {
     ep_.reset();
     remote_mh_.reset();
     vram_.reset();
-    workers_.clear();
-    ctx_.reset();
+    close_pair();
     fake_gpu_state() = FakeGpuState{};
-  }
-
-  Status wait(Result<std::shared_ptr<Request>> r) {
-    if (!r.ok()) return r.status();
-    while (!(*r)->completed()) {
-      for (auto& w : workers_) w->progress();
-    }
-    return (*r)->status();
   }
 
   Status rma(proto::Op op, size_t n, uct::MemType mem = uct::MemType::Cuda) {
@@ -141,10 +110,6 @@ class UcpStaging : public testing::TestWithParam<std::string> {
 
   uint8_t* vram() const { return static_cast<uint8_t*>(vram_->address()); }
 
-  ucs::config::Sources sources_;
-  std::unique_ptr<Context> ctx_;
-  std::vector<std::unique_ptr<Worker>> workers_;
-  std::unique_ptr<Endpoint> ep_;
   std::vector<uint8_t> remote_;
   std::unique_ptr<MemHandle> remote_mh_;
   std::unique_ptr<Rkey> rkey_;
@@ -328,23 +293,12 @@ bool readable(int fd) {
 }
 
 int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int reply_fd) {
-  ucs::config::Sources sources;
-  std::unique_ptr<Context> ctx = make_context(env, &sources);
-  if (!ctx) return 2;
-  Result<std::unique_ptr<Worker>> worker = Worker::create(*ctx);
-  if (!worker.ok()) return 3;
-  std::vector<uint8_t> buffer(kRemote, 0);
-  Result<std::unique_ptr<MemHandle>> mh = MemHandle::map(*ctx, buffer.data(), buffer.size());
-  if (!mh.ok()) return 4;
-  Result<std::vector<uint8_t>> rkey = (*mh)->rkey_pack();
-  if (!rkey.ok()) return 5;
-  const uint64_t base = reinterpret_cast<uintptr_t>(buffer.data());
-  if (!mc::test::write_blob(reply_fd, (*worker)->address()) ||
-      !mc::test::write_blob(reply_fd, *rkey) || !mc::test::write_all(reply_fd, &base, 8)) {
-    return 6;
-  }
+  TargetSide t;
+  if (const int rc = t.open(env, kRemote); rc != 0) return rc;
+  if (const int rc = t.publish(reply_fd); rc != 0) return rc;
+  std::vector<uint8_t>& buffer = t.buffer;
   for (;;) {
-    (*worker)->progress();
+    t.worker->progress();
     if (!readable(cmd_fd)) continue;
     uint64_t c[3];  // op ('C' check, 'F' fill, 'Q' quit), length, seed
     if (!mc::test::read_all(cmd_fd, c, sizeof(c))) return 7;

@@ -28,7 +28,7 @@ uint8_t pattern(uint64_t seed, size_t i) {
   return static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff);
 }
 
-class CudaStaging : public testing::TestWithParam<std::string> {
+class CudaStaging : public testing::TestWithParam<std::string>, protected UcpPair {
  protected:
   void SetUp() override {
     uct::Component* cuda = uct::find_component("cuda_copy");
@@ -41,24 +41,9 @@ class CudaStaging : public testing::TestWithParam<std::string> {
                          {"MC_TRANSFER_TIMEOUT", "30s"},
                          {"MC_RNDV_FRAG_SIZE", "cuda:256k"}},
                         &sources_);
-    ASSERT_TRUE(ctx_);
-    for (int i = 0; i < 2; ++i) {
-      Result<std::unique_ptr<Worker>> w = Worker::create(*ctx_);
-      ASSERT_TRUE(w.ok());
-      workers_.push_back(std::move(*w));
-    }
-    Result<std::unique_ptr<Endpoint>> ep = workers_[0]->ep_create(workers_[1]->address());
-    ASSERT_TRUE(ep.ok());
-    ep_ = std::move(*ep);
+    ASSERT_NO_FATAL_FAILURE(open_workers());
     remote_.assign(kMax, 0);
-    Result<std::unique_ptr<MemHandle>> mh = MemHandle::map(*ctx_, remote_.data(), kMax);
-    ASSERT_TRUE(mh.ok());
-    remote_mh_ = std::move(*mh);
-    Result<std::vector<uint8_t>> packed = remote_mh_->rkey_pack();
-    ASSERT_TRUE(packed.ok());
-    Result<std::unique_ptr<Rkey>> rk = ep_->rkey_unpack(*packed);
-    ASSERT_TRUE(rk.ok());
-    rkey_ = std::move(*rk);
+    ASSERT_NO_FATAL_FAILURE(map_remote(remote_, &remote_mh_, &rkey_));
     ASSERT_EQ(cudaMalloc(&vram_, kMax), cudaSuccess);
   }
 
@@ -66,23 +51,10 @@ class CudaStaging : public testing::TestWithParam<std::string> {
     rkey_.reset();
     ep_.reset();
     remote_mh_.reset();
-    workers_.clear();
-    ctx_.reset();
+    close_pair();
     if (vram_) (void)cudaFree(vram_);
   }
 
-  Status wait(Result<std::shared_ptr<Request>> r) {
-    if (!r.ok()) return r.status();
-    while (!(*r)->completed()) {
-      for (auto& w : workers_) w->progress();
-    }
-    return (*r)->status();
-  }
-
-  ucs::config::Sources sources_;
-  std::unique_ptr<Context> ctx_;
-  std::vector<std::unique_ptr<Worker>> workers_;
-  std::unique_ptr<Endpoint> ep_;
   std::vector<uint8_t> remote_;
   std::unique_ptr<MemHandle> remote_mh_;
   std::unique_ptr<Rkey> rkey_;

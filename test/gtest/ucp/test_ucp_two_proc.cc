@@ -61,29 +61,18 @@ struct Command {
 // The child: serves until 'Q' or until the parent goes. Exit code 0 when
 // every step worked.
 int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int reply_fd) {
-  ucs::config::Sources sources;
-  std::unique_ptr<Context> ctx = make_context(env, &sources);
-  if (!ctx) return 2;
-  Result<std::unique_ptr<Worker>> worker = Worker::create(*ctx);
-  if (!worker.ok()) return 3;
-  std::vector<uint8_t> buffer(kMax, 0);
-  Result<std::unique_ptr<MemHandle>> mh = MemHandle::map(*ctx, buffer.data(), buffer.size());
-  if (!mh.ok()) return 4;
-  Result<std::vector<uint8_t>> rkey = (*mh)->rkey_pack();
-  if (!rkey.ok()) return 5;
+  TargetSide t;
+  if (const int rc = t.open(env, kMax); rc != 0) return rc;
+  std::vector<uint8_t>& buffer = t.buffer;
+  std::unique_ptr<Worker>& worker = t.worker;
   uint64_t am_good = 0, am_bad = 0;
-  (*worker)->set_am_handler(kAmId, [&](const void* data, size_t length) {
+  worker->set_am_handler(kAmId, [&](const void* data, size_t length) {
     // The sender's seed is the length + 3 (see the parent).
     (matches(static_cast<const uint8_t*>(data), length, length + 3) ? am_good : am_bad)++;
   });
-  const uint64_t base = reinterpret_cast<uintptr_t>(buffer.data());
-  if (!mc::test::write_blob(reply_fd, (*worker)->address()) ||
-      !mc::test::write_blob(reply_fd, *rkey) ||
-      !mc::test::write_all(reply_fd, &base, sizeof(base))) {
-    return 6;
-  }
+  if (const int rc = t.publish(reply_fd); rc != 0) return rc;
   for (;;) {
-    (*worker)->progress();
+    worker->progress();
     if (!readable(cmd_fd)) continue;
     Command c;
     if (!mc::test::read_all(cmd_fd, &c, sizeof(c))) return 7;  // the parent went
