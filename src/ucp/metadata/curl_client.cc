@@ -64,7 +64,10 @@ ucs::Status curl_request(const std::string& method, const std::string& url, cons
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
+  // Never through a proxy, and no proxy variables read per request: a
+  // getenv on this thread would race with an application's setenv.
   curl_easy_setopt(h, CURLOPT_PROXY, "");
+  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append_body);
   reply->body.clear();

@@ -74,10 +74,14 @@ class TeMetadataRestart : public testing::TestWithParam<Service> {
             {"MC_METADATA_TIMEOUT", "2s"},
             {"MC_METADATA_REFRESH_INTERVAL", "300ms"},
             {"MC_ETCD_LEASE_TTL", "3s"}};
+    // For the whole test: a setenv while an engine's threads run could race
+    // with a getenv of theirs.
+    scoped_ = std::make_unique<ScopedEnv>(env_);
   }
 
+  void TearDown() override { scoped_.reset(); }
+
   std::unique_ptr<TransferEngine> make_engine() {
-    ScopedEnv scoped(env_);
     auto engine = std::make_unique<TransferEngine>();
     EXPECT_EQ(engine->init(url_, free_name()), 0);
     return engine;
@@ -86,6 +90,7 @@ class TeMetadataRestart : public testing::TestWithParam<Service> {
   Services services_;
   std::string url_;
   std::map<std::string, std::string> env_;
+  std::unique_ptr<ScopedEnv> scoped_;
 };
 
 TEST_P(TeMetadataRestart, KilledServerOpenSegmentsGoOnRestartedTargetIsFoundAgain) {
@@ -142,7 +147,6 @@ TEST_P(TeMetadataRestart, KilledServerOpenSegmentsGoOnRestartedTargetIsFoundAgai
   for (size_t i = 0; i < kSize; ++i) ASSERT_EQ(other[i], pattern(5, i)) << i;
   // Both keys are back, and the outage and the recovery were logged once.
   {
-    ScopedEnv scoped(env_);
     std::string error;
     auto store = metadata::open_store(url_, metadata::StoreOptions{}, &error);
     ASSERT_TRUE(store.ok()) << error;
