@@ -18,10 +18,12 @@ echo "=== mc_info: version, modules, devices, configuration ==="
 "$info" -v -m -d -c
 
 # One benchmark: a server process and a client process on 127.0.0.1.
+. "$top/test/integration/free_port.sh"   # free_port: a control port per run
+
 bench() {  # <transport> <device> <test> <size> <iterations> [options...]
   local tl=$1 dev=$2 test=$3 size=$4 iters=$5; shift 5
   local port
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   echo
   echo "=== $tl/$dev $test, $size bytes, two processes ==="
   echo "\$ mc_perftest -x $tl -d $dev -p $port &   # server"
@@ -33,6 +35,23 @@ bench() {  # <transport> <device> <test> <size> <iterations> [options...]
   wait "$server"
 }
 
+# UCP with its default selection: the report names the transport, protocol
+# and lanes it chose for this peer and size.
+bench_ucp() {  # <test> <size> <iterations>
+  local port
+  port=$(free_port)
+  echo
+  echo "=== UCP $1, $2 bytes, default transport selection, two processes ==="
+  echo "\$ mc_perftest -p $port &   # server"
+  echo "\$ mc_perftest 127.0.0.1 -p $port -t $1 -s $2 -n $3"
+  "$perftest" -p "$port" --timeout 30 > /dev/null 2>&1 &
+  local server=$!
+  "$perftest" 127.0.0.1 -p "$port" --timeout 30 -t "$1" -s "$2" -n "$3"
+  wait "$server"
+}
+
+bench_ucp ucp_put_bw 1m 2000
+bench_ucp ucp_put_lat 8 100000
 bench sm memory put_bw 1m 2000 -D zcopy
 bench sm memory am_lat 8 100000
 bench tcp lo put_bw 1m 2000 -D zcopy
