@@ -152,6 +152,7 @@ const char* reject_reason_name(RejectReason reason) {
     case RejectReason::SameDevice: return "same device";
     case RejectReason::RailLimit: return "rail limit";
     case RejectReason::LowBandwidth: return "low bandwidth";
+    case RejectReason::SharedMemory: return "shared memory";
   }
   return "?";
 }
@@ -180,10 +181,13 @@ bool near_memory(const Candidate& c, const std::vector<LocalResource>& local, in
 }
 
 // Bandwidth rails: devices near the memory first, then fastest first,
-// distinct local devices, at most `max`.
+// distinct local devices, at most `max`. With `shm_alone`, a shared-memory
+// best rail takes no network rail beside it: on one host every transport
+// copies with the same CPUs and memory, so tcp over lo adds no bandwidth and
+// its share of a transfer finishes last.
 std::vector<size_t> pick_rails(LaneSelection* sel, const std::vector<LocalResource>& local,
-                               std::vector<size_t> idx, size_t max, const char* role,
-                               int mem_node) {
+                               std::vector<size_t> idx, size_t max, const char* role, int mem_node,
+                               bool shm_alone = false) {
   std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
     const Candidate &ca = sel->candidates[a], &cb = sel->candidates[b];
     const bool na = near_memory(ca, local, mem_node), nb = near_memory(cb, local, mem_node);
@@ -195,6 +199,11 @@ std::vector<size_t> pick_rails(LaneSelection* sel, const std::vector<LocalResour
   std::vector<size_t> chosen;
   std::set<std::string> local_devs, remote_devs;
   std::vector<bool> taken(idx.size(), false);
+  auto beside_shm = [&](const Candidate& c) {
+    return shm_alone && !chosen.empty() &&
+           local[sel->candidates[chosen[0]].local].dev_type == uct::DeviceType::Shm &&
+           local[c.local].dev_type != uct::DeviceType::Shm;
+  };
   for (int pass = 0; pass < 2; ++pass) {  // first distinct on both sides, then locally
     for (size_t k = 0; k < idx.size() && chosen.size() < max; ++k) {
       const Candidate& c = sel->candidates[idx[k]];
@@ -205,6 +214,7 @@ std::vector<size_t> pick_rails(LaneSelection* sel, const std::vector<LocalResour
           c.bandwidth < sel->candidates[chosen[0]].bandwidth * kMinRailBandwidthRatio) {
         continue;
       }
+      if (beside_shm(c)) continue;
       taken[k] = true;
       chosen.push_back(idx[k]);
       local_devs.insert(ldev);
@@ -218,6 +228,10 @@ std::vector<size_t> pick_rails(LaneSelection* sel, const std::vector<LocalResour
     if (c.bandwidth < best * kMinRailBandwidthRatio) {
       sel->rejections.push_back({c.name, role, RejectReason::LowBandwidth,
                                  mbs(c.bandwidth) + " is below 1/16 of " + mbs(best)});
+    } else if (beside_shm(c)) {
+      sel->rejections.push_back({c.name, role, RejectReason::SharedMemory,
+                                 sel->candidates[chosen[0]].name +
+                                     " carries it: on one host a network rail adds no bandwidth"});
     } else if (local_devs.count(local[c.local].dev_name) && chosen.size() < max) {
       sel->rejections.push_back({c.name, role, RejectReason::SameDevice,
                                  "device " + local[c.local].dev_name + " already carries a rail"});
@@ -259,7 +273,8 @@ void select_rma(LaneSelection* sel, const std::vector<LocalResource>& local,
     }
   }
   if (bw.empty()) return;
-  for (size_t cand : pick_rails(sel, local, bw, p.max_rma_rails, "rma-bw", p.mem_numa_node)) {
+  for (size_t cand : pick_rails(sel, local, bw, p.max_rma_rails, "rma-bw", p.mem_numa_node,
+                                /*shm_alone=*/true)) {
     sel->rma_bw_lanes.push_back(add_lane(sel, cand, kLaneRmaBw));
   }
 }

@@ -93,7 +93,8 @@ enum class RejectReason {
   LowerScore,
   SameDevice,
   RailLimit,
-  LowBandwidth
+  LowBandwidth,
+  SharedMemory  ///< a network rail beside a shared-memory one
 };
 
 /// "filtered", "unreachable", ...

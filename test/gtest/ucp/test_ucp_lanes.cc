@@ -106,6 +106,31 @@ TEST(UcpLanes, RailLimitAndDistinctDevices) {
   EXPECT_TRUE(rail_limit);
 }
 
+TEST(UcpLanes, SharedMemoryTakesNoNetworkRailBesideIt) {
+  // sm at 10 GB/s and tcp over lo at 4 GB/s to a peer on this host: the
+  // bandwidth ratio alone would make both rails.
+  std::vector<LocalResource> local = {nic("memory", 0.3e-6, 10e9, "sm"),
+                                      nic("lo", 10e-6, 4e9, "tcp")};
+  local[0].dev_type = uct::DeviceType::Shm;
+  std::vector<AddressEntry> remote = {peer_of(local[0]), peer_of(local[1])};
+  LaneSelectParams p;
+  p.max_rma_rails = 2;
+  LaneSelection s = select_lanes(local, remote, same_fabric(local, remote), p);
+  ASSERT_EQ(s.rma_bw_lanes.size(), 1u);
+  EXPECT_EQ(dev_of(s, local, s.rma_bw_lanes[0]), "memory");
+  bool said = false;
+  for (const Rejection& r : s.rejections) {
+    said |= r.role == "rma-bw" && r.reason == RejectReason::SharedMemory &&
+            r.detail.find("sm/memory") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+  // Without the shared-memory rail, the network rails pair as before.
+  local[0] = nic("eth0", 10e-6, 4e9, "tcp");
+  remote[0] = peer_of(local[0]);
+  s = select_lanes(local, remote, same_fabric(local, remote), p);
+  EXPECT_EQ(s.rma_bw_lanes.size(), 2u);
+}
+
 TEST(UcpLanes, RejectionsKeepTheirReasons) {
   std::vector<LocalResource> local = {nic("nic0", 1e-6, 12.5e9), nic("nic1", 1e-6, 12.5e9),
                                       nic("memory", 0.3e-6, 10e9, "sm")};
