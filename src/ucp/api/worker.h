@@ -43,6 +43,9 @@ struct WorkerIface {
   size_t resource = 0;  ///< into Context::resources()
   std::unique_ptr<uct::Iface> iface;
   uct::IfaceAttr attr;
+  /// progress() calls since this iface last had events (capped): an iface
+  /// quiet for long is progressed on every 128th call only.
+  uint32_t quiet_calls = 0;
 };
 
 /// Optional inputs of Worker::create().
@@ -210,6 +213,7 @@ class Worker {
   // bounce-buffer pools by fragment size (shared with the ops using them).
   std::map<size_t, std::unique_ptr<uct::Endpoint>> memtype_eps_;
   std::map<size_t, std::shared_ptr<proto::StagingPool>> staging_pools_;
+  uint64_t progress_calls_ = 0;
   uint64_t next_seq_ = 1;
   uint64_t next_message_id_ = 1;
   // Rendezvous: the sender's ops awaiting an acknowledgement, by id; the
