@@ -312,16 +312,22 @@ void TransferEngine::Impl::post_pending_locked(uint64_t now) {
 
 void TransferEngine::Impl::progress_loop() {
   std::unique_lock<std::mutex> lock(mu_);
+  uint64_t last_events_ns = 0;
   while (!stop_) {
     unsigned events = worker_->progress();
     if (file_iface_) events += file_iface_->progress();
     post_pending_locked(ucs::monotonic_ns());
     endpoints_->reap();
     const bool busy = inflight_ > 0 || !pending_.empty();
-    if (events == 0) {
-      // Idle: sleep until new work, briefly when something is in flight.
-      // The worker is still progressed every millisecond for the
-      // transports' target-side service.
+    const uint64_t now = ucs::monotonic_ns();
+    if (events > 0) last_events_ns = now;
+    // With work in flight that completed something in the last 200 us, poll
+    // on, yielding to the threads that serve the transports (tcp's): a sleep
+    // held every completion until it ended. Otherwise sleep until new work,
+    // briefly when something is in flight (a stalled peer costs no CPU); the
+    // worker is still progressed every millisecond for the transports'
+    // target-side service.
+    if (!busy || now - last_events_ns > 200000) {
       wake_.wait_for(lock, busy ? std::chrono::microseconds(50) : std::chrono::milliseconds(1));
     } else {
       lock.unlock();
