@@ -48,6 +48,24 @@ struct WorkerIface {
   uint32_t quiet_calls = 0;
 };
 
+/// What copies between registered host bounce buffers and memory of one type
+/// (GPU memory) take in a worker: the staging protocol's memory-type
+/// transport and bounce pool (Worker::staging_path()).
+struct StagingPath {
+  size_t resource = 0;                   ///< the memory-type transport, into Context::resources()
+  std::string name;                      ///< "cuda_copy/cuda0"
+  uct::Endpoint* copy_ep = nullptr;      ///< its endpoint to itself, owned by the worker
+  uct::MemoryDomain* copy_md = nullptr;  ///< its memory domain
+  size_t copy_md_index = 0;              ///< into Context::mds()
+  /// Bytes of one fragment: MC_RNDV_FRAG_SIZE's entry for the type, at most
+  /// the transport's largest zero-copy put and get.
+  size_t frag_size = 0;
+  size_t depth = 1;  ///< MC_STAGING_DEPTH: fragments of one operation in flight
+  /// The worker's bounce buffers of frag_size bytes (shared with its staged
+  /// requests; registered with every md that registers host memory).
+  std::shared_ptr<proto::StagingPool> pool;
+};
+
 /// Optional inputs of Worker::create().
 /// Where a worker's background work runs: its transports' sockets (tcp)
 /// and their timers.
@@ -159,6 +177,15 @@ class Worker {
   /// Whether every request of `ep` (every request when null) started
   /// before `seq` has completed.
   bool completed_before(const Endpoint* ep, uint64_t seq) const;
+  /// The memory-type transport and bounce pool that stage memory of type
+  /// `mem` through host memory, for callers that move the bounce buffers
+  /// themselves (the Transfer Engine's file segments) with
+  /// proto::StagingOp. The endpoint and the pool are made on first use and
+  /// live as long as the worker; use them under the worker's thread rules.
+  /// Unsupported (not logged: a query) when no enabled transport copies
+  /// between host memory and `mem`; the errors of making the endpoint or
+  /// the pool (logged).
+  Result<StagingPath> staging_path(uct::MemType mem);
   /// The memory type of [buffer, +length) as the context's memory domains
   /// that detect memory types tell it (their range caches); Host when none
   /// claims it.

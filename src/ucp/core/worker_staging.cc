@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Worker: what the staging protocol needs of it: memory-type endpoints to
 // itself, bounce-buffer pools, and memory-type detection.
+#include <algorithm>
+
 #include "ucp/api/worker.h"
+#include "ucp/proto/ep_protocols.h"
 #include "ucp/proto/staging_pool.h"
 #include "ucs/log/log.h"
 
@@ -31,6 +34,27 @@ Result<std::shared_ptr<proto::StagingPool>> Worker::staging_pool(size_t frag_siz
                       proto::StagingPool::create(*context_, frag_size, count));
   staging_pools_.emplace(frag_size, pool);
   return pool;
+}
+
+Result<StagingPath> Worker::staging_path(uct::MemType mem) {
+  std::unique_lock guard = lock();
+  const int r = proto::staging_resource(local_, mem);
+  if (r < 0 || mem == uct::MemType::Host) return Status::Unsupported;
+  StagingPath p;
+  p.resource = static_cast<size_t>(r);
+  p.name = local_[p.resource].name();
+  p.copy_md_index = context_->resources()[p.resource].md_index;
+  p.copy_md = context_->mds()[p.copy_md_index].md.get();
+  // As EpProtocols::build: a fragment is one zero-copy operation of the copy
+  // transport, so that the pool is shared with the staged requests.
+  const uct::IfaceAttr& a = local_[p.resource].attr;
+  p.frag_size =
+      std::min({rndv_frag_size(context_->config(), mem), a.put.max_zcopy, a.get.max_zcopy});
+  p.depth = std::max<size_t>(context_->config().staging_depth, 1);
+  if (p.frag_size == 0) return Status::Unsupported;
+  MC_ASSIGN_OR_RETURN(p.copy_ep, memtype_ep(p.resource));
+  MC_ASSIGN_OR_RETURN(p.pool, staging_pool(p.frag_size, p.depth));
+  return p;
 }
 
 uct::MemType Worker::detect_mem_type(const void* buffer, size_t length) const {

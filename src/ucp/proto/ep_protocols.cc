@@ -118,8 +118,16 @@ ProtoTable build_table(Op op, bool registered, uct::MemType mem, const wireup::L
   return select_protocols(p);
 }
 
-// The first enabled local memory-type transport that copies between host
-// memory and `mem`: connect-to-self, zero-copy put and get. -1: none.
+std::string size_text(size_t n) {
+  if (n >= (size_t{1} << 20) && n % (size_t{1} << 20) == 0) {
+    return std::to_string(n >> 20) + " MiB";
+  }
+  if (n >= 1024 && n % 1024 == 0) return std::to_string(n >> 10) + " KiB";
+  return std::to_string(n) + " B";
+}
+
+}  // namespace
+
 int staging_resource(const std::vector<wireup::LocalResource>& local, uct::MemType mem) {
   const uint64_t need = uct::kCapConnectToSelf | uct::kCapPutZcopy | uct::kCapGetZcopy;
   const uct::MemTypeMask types = uct::mem_type_bit(mem) | uct::mem_type_bit(uct::MemType::Host);
@@ -131,16 +139,6 @@ int staging_resource(const std::vector<wireup::LocalResource>& local, uct::MemTy
   }
   return -1;
 }
-
-std::string size_text(size_t n) {
-  if (n >= (size_t{1} << 20) && n % (size_t{1} << 20) == 0) {
-    return std::to_string(n >> 20) + " MiB";
-  }
-  if (n >= 1024 && n % 1024 == 0) return std::to_string(n >> 10) + " KiB";
-  return std::to_string(n) + " B";
-}
-
-}  // namespace
 
 EpProtocols EpProtocols::build(const wireup::LaneSelection& sel,
                                const std::vector<wireup::LocalResource>& local,

@@ -67,6 +67,12 @@ class EpProtocols {
   std::optional<Staging> staging_[kProtoMemTypes];  ///< by memory type (put and get)
 };
 
+/// The first enabled resource of `local` that copies between host memory and
+/// `mem`: a memory-type transport (connect-to-self, zero-copy put and get,
+/// access to both types, e.g. cuda_copy). Its index into `local`, -1: none.
+/// Pure.
+int staging_resource(const std::vector<wireup::LocalResource>& local, uct::MemType mem);
+
 /// The figures of endpoint lane `lane` (candidate `c` over resource `l`) for
 /// `op`, with UCP's headers taken off the payload limits. Pure.
 LanePerf lane_perf(Op op, const wireup::Candidate& c, const wireup::LocalResource& l, size_t lane);
