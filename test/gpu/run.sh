@@ -4,8 +4,9 @@
 # host and device and device to device, memory-type detection, the range
 # cache, bounce buffers; UCP's staging protocol (cudaMalloc'd memory put to
 # and got from a host buffer over tcp and sm through cuda_copy), and the
-# Transfer Engine writing and reading device memory. Run from the top of the
-# tree on a machine with a GPU.
+# Transfer Engine writing and reading device memory (to a peer's host buffer,
+# and to a file segment through pinned bounce buffers: TeCudaFile, which
+# needs liburing). Run from the top of the tree on a machine with a GPU.
 #   test/gpu/run.sh [build-dir]        (default: build-gpu-run)
 set -euo pipefail
 

@@ -12,6 +12,7 @@
 #include "ucp/metadata/config.h"
 #include "ucp/te/handshake.h"
 #include "ucp/te/location.h"
+#include "ucp/te/test_hooks.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
 
@@ -39,7 +40,17 @@ std::string resolve_ipv4(const std::string& host) {
   return text;
 }
 
+// set_test_components(): test doubles for the engines' UCP contexts.
+std::vector<uct::Component*>& test_components() {
+  static std::vector<uct::Component*> components;
+  return components;
+}
+
 }  // namespace
+
+void te::set_test_components(std::vector<uct::Component*> components) {
+  test_components() = std::move(components);
+}
 
 TransferEngine::Impl::~Impl() {
   shutdown();
@@ -83,6 +94,7 @@ Status TransferEngine::Impl::start_ucp() {
   ucp::ContextParams context_params;
   context_params.sources = &sources;
   context_params.config = ucp_config;
+  context_params.components = test_components();
   MC_ASSIGN_OR_RETURN(context_, ucp::Context::create(context_params));
   MC_ASSIGN_OR_RETURN(worker_, ucp::Worker::create(*context_));
   retry_cnt_ = context_->config().retry_cnt;

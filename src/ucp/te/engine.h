@@ -100,6 +100,9 @@ struct Task {
   std::vector<std::shared_ptr<ucp::Request>> requests;
   void* engine = nullptr;     ///< file tasks: the Impl completing them
   uct::Completion file_comp;  ///< file tasks: one count per piece (engine_file.cc)
+  /// File tasks: the type of the local memory. Not Host (GPU memory): moved
+  /// through host bounce buffers (engine_file_staged.cc).
+  uct::MemType file_mem = uct::MemType::Host;
 };
 
 struct Batch {
@@ -158,10 +161,14 @@ class TransferEngine::Impl {
                                       const metadata::FileSegmentDesc& desc, size_t index) const;
   Status open_file_transport();
   bool validate_file_locked(const TransferRequest& req, const RemoteSegment& seg, Task* task,
-                            std::string* why) const;
+                            std::string* why);
   void post_file_task_locked(Task* task, RemoteSegment& seg);
-  void on_file_done_locked(Task* task);
+  void on_file_done_locked(Task* task, Status status);
   void drain_file_ops_locked(std::unique_lock<std::mutex>& lock);
+
+  // engine_file_staged.cc
+  bool validate_file_staging_locked(const TransferRequest& req, Task* task, std::string* why);
+  void post_file_staged_locked(Task* task, RemoteSegment& seg);
 
   // engine_refresh.cc
   void start_refresher();
@@ -178,7 +185,7 @@ class TransferEngine::Impl {
   void on_op_done_locked(Task* task, Status status);
   void fail_posting_locked(Task* task, Status status, uint64_t now);
   void finish_locked(Task* task, TaskStatus status);
-  bool validate_locked(const TransferRequest& req, Task* task) const;
+  bool validate_locked(const TransferRequest& req, Task* task);
 
   // Set by init() before any thread starts; read-only after.
   std::string conn_;

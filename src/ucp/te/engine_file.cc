@@ -8,7 +8,7 @@
 // process; tasks are split at file boundaries (and at the transport's
 // largest request) into put/get zcopy on the nvmeof endpoint, progressed by
 // the progress thread. The owner's CPU takes no part: the file is mounted
-// here.
+// here. GPU memory goes through host bounce buffers (engine_file_staged.cc).
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "ucp/te/engine.h"
+#include "ucp/te/file_io_op.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
 #include "uct/api/component.h"
@@ -138,22 +139,12 @@ Result<std::unique_ptr<RemoteSegment>> TransferEngine::Impl::make_file_segment(
 
 bool TransferEngine::Impl::validate_file_locked(const TransferRequest& req,
                                                 const RemoteSegment& seg, Task* task,
-                                                std::string* why) const {
+                                                std::string* why) {
   const uint64_t end = req.target_offset + req.length;
   const uint64_t total = seg.files.empty() ? 0 : seg.files.back().offset + seg.files.back().length;
   if (end < req.target_offset || end > total) {
     *why = "outside the file segment's " + std::to_string(total) + " bytes";
     return false;
-  }
-  // Local memory: host memory only (the nvmeof transport reads and writes
-  // it with the CPU / the kernel).
-  const uintptr_t a = reinterpret_cast<uintptr_t>(req.source);
-  if (auto next = buffers_.upper_bound(a); next != buffers_.begin()) {
-    const LocalBuffer& b = *std::prev(next)->second;
-    if (a - std::prev(next)->first < b.length && b.location.rfind("cpu", 0) != 0) {
-      *why = "file segments move host memory only (the source is at " + b.location + ")";
-      return false;
-    }
   }
   bool first = true;
   for (size_t i = 0; i < seg.files.size(); ++i) {
@@ -172,7 +163,9 @@ bool TransferEngine::Impl::validate_file_locked(const TransferRequest& req,
       return false;
     }
   }
-  return true;
+  // Local memory: host memory is read and written by the nvmeof transport
+  // itself (the CPU / the kernel); GPU memory is staged.
+  return validate_file_staging_locked(req, task, why);
 }
 
 void TransferEngine::Impl::post_file_task_locked(Task* task, RemoteSegment& seg) {
@@ -181,27 +174,14 @@ void TransferEngine::Impl::post_file_task_locked(Task* task, RemoteSegment& seg)
     finish_locked(task, FAILED);
     return;
   }
-  const bool write = task->req.opcode == TransferRequest::WRITE;
-  constexpr uint64_t kMaxPiece = uint64_t{1} << 30;  // the nvmeof transport's largest request
-  struct Piece {
-    const FileBuffer* file;
-    uint64_t offset;  ///< in the file
-    size_t length;
-    uint8_t* local;
-  };
-  std::vector<Piece> pieces;
-  uint64_t pos = task->req.target_offset;
-  const uint64_t end = pos + task->req.length;
-  auto* local = static_cast<uint8_t*>(task->req.source);
-  for (size_t i = task->buffer_index; i < seg.files.size() && pos < end; ++i) {
-    const FileBuffer& f = seg.files[i];
-    while (pos < end && pos < f.offset + f.length) {
-      const size_t n =
-          static_cast<size_t>(std::min({end, f.offset + f.length, pos + kMaxPiece}) - pos);
-      pieces.push_back({&f, pos - f.offset, n, local + (pos - task->req.target_offset)});
-      pos += n;
-    }
+  if (task->file_mem != uct::MemType::Host) {
+    post_file_staged_locked(task, seg);
+    return;
   }
+  const bool write = task->req.opcode == TransferRequest::WRITE;
+  const std::vector<te::FilePiece> pieces =
+      te::file_pieces(seg, task->buffer_index, task->req.target_offset, task->req.length,
+                      static_cast<uint8_t*>(task->req.source));
   task->status = PENDING;
   task->first_error = Status::Ok;
   task->engine = this;
@@ -209,7 +189,7 @@ void TransferEngine::Impl::post_file_task_locked(Task* task, RemoteSegment& seg)
   task->file_comp.arg = task;
   task->file_comp.func = [](uct::Completion* c) {
     Task* t = static_cast<Task*>(c->arg);
-    static_cast<TransferEngine::Impl*>(t->engine)->on_file_done_locked(t);
+    static_cast<TransferEngine::Impl*>(t->engine)->on_file_done_locked(t, c->status);
   };
   // One count per piece and one held while posting, so that nothing ends
   // the task before every piece is posted.
@@ -217,7 +197,7 @@ void TransferEngine::Impl::post_file_task_locked(Task* task, RemoteSegment& seg)
   inflight_++;
   file_inflight_++;
   Status failed = Status::Ok;
-  for (const Piece& p : pieces) {
+  for (const te::FilePiece& p : pieces) {
     if (failed != Status::Ok) {
       uct::completion_update(&task->file_comp, failed);  // not posted
       continue;
@@ -238,10 +218,9 @@ void TransferEngine::Impl::post_file_task_locked(Task* task, RemoteSegment& seg)
   uct::completion_update(&task->file_comp, Status::Ok);
 }
 
-void TransferEngine::Impl::on_file_done_locked(Task* task) {
+void TransferEngine::Impl::on_file_done_locked(Task* task, Status s) {
   inflight_--;
   file_inflight_--;
-  const Status s = task->file_comp.status;
   auto seg = segments_.find(task->req.target_id);
   if (s == Status::Ok && !stop_) {
     if (seg != segments_.end()) seg->second->file_bytes += task->req.length;
@@ -254,7 +233,10 @@ void TransferEngine::Impl::on_file_done_locked(Task* task) {
                 << " of file segment '" << (seg != segments_.end() ? seg->second->name : "?")
                 << "' failed: "
                 << (stop_ && s == Status::Ok ? "engine stopping" : ucs::status_string(s))
-                << " (the nvmeof log above names the file and the errno)";
+                << (task->file_mem != uct::MemType::Host
+                        ? " (staged through host memory: the log above names the failed copy, "
+                          "or the file and the errno)"
+                        : " (the nvmeof log above names the file and the errno)");
   finish_locked(task, FAILED);
 }
 
@@ -263,7 +245,10 @@ void TransferEngine::Impl::drain_file_ops_locked(std::unique_lock<std::mutex>& l
   if (!file_iface_) return;
   const uint64_t give_up = ucs::monotonic_ns() + 30'000'000'000ULL;
   while (file_inflight_ > 0 && ucs::monotonic_ns() < give_up) {
-    if (file_iface_->progress() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    // Staged tasks also wait for the worker's memory-type copies.
+    unsigned events = file_iface_->progress();
+    if (worker_) events += worker_->progress();
+    if (events == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   if (file_inflight_ > 0) {
     MC_LOG(warn) << "transfer engine: " << file_inflight_ << " file operations did not end";

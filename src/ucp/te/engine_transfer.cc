@@ -33,7 +33,7 @@ BatchID TransferEngine::Impl::allocate_batch(size_t batch_size) {
   return id;
 }
 
-bool TransferEngine::Impl::validate_locked(const TransferRequest& req, Task* task) const {
+bool TransferEngine::Impl::validate_locked(const TransferRequest& req, Task* task) {
   auto seg = segments_.find(req.target_id);
   const char* why = nullptr;
   std::string file_why;

@@ -204,6 +204,25 @@ ScopedEnv::~ScopedEnv() {
   }
 }
 
+bool register_file_segment(const std::string& url, const std::string& segment,
+                           const std::string& server, const std::vector<std::string>& files) {
+  std::vector<std::string> args = {
+      std::string(MC_TOP_BUILDDIR) + "/src/tools/metadata/mc_nvmeof_register",
+      "register",
+      "--metadata",
+      url,
+      "--segment",
+      segment,
+      "--server",
+      server};
+  args.insert(args.end(), files.begin(), files.end());
+  std::string out;
+  const int rc =
+      run_process(args, {{"MC_METADATA_TIMEOUT", "3s"}, {"MC_LOG_LEVEL", "warn"}}, 60, &out);
+  if (rc != 0) ADD_FAILURE() << "mc_nvmeof_register exited with " << rc << ": " << out;
+  return rc == 0;
+}
+
 TransferStatus wait_task(TransferEngine& engine, BatchID batch, size_t task, int limit_s) {
   const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(limit_s);
   TransferStatus st{INVALID, SIZE_MAX};

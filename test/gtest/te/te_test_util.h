@@ -72,6 +72,14 @@ class TargetProcess {
 int run_process(const std::vector<std::string>& args,
                 const std::map<std::string, std::string>& env, int limit_s, std::string* output);
 
+/// Registers file segment `segment` of `files` (whole files) on server
+/// `server` in the metadata store at `url` with mc_nvmeof_register. No
+/// local_path_map: an engine whose local_server_name has host `server` opens
+/// the files at their own paths. False, with a test failure carrying the
+/// tool's output, when it fails.
+bool register_file_segment(const std::string& url, const std::string& segment,
+                           const std::string& server, const std::vector<std::string>& files);
+
 /// Sets environment variables for its lifetime, restoring the old values.
 class ScopedEnv {
  public:
