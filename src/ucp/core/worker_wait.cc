@@ -64,7 +64,10 @@ Status Worker::arm() {
   if (!pending_rts_.empty()) return Status::Busy;
   for (size_t k : armable_) {
     const Status s = ifaces_[k].iface->arm();
-    if (s == Status::Busy) return Status::Busy;
+    if (s == Status::Busy) {
+      ifaces_[k].quiet_calls = 0;  // the next progress() serves it
+      return Status::Busy;
+    }
     if (is_error(s)) {
       MC_LOG(warn) << "ucp: cannot arm " << context_->resources()[ifaces_[k].resource].name()
                    << ": " << ucs::status_string(s) << "; it is polled from now on";
@@ -108,6 +111,13 @@ Status Worker::wait(ucs::config::Duration timeout) {
     if (evs[i].data.u64 != kWakeTag) continue;
     uint64_t count = 0;
     (void)!read(wakefd_, &count, sizeof(count));
+  }
+  {
+    // Whatever woke this wait (an iface's event fd, the poll interval for
+    // the polled ones), the next progress() serves every iface, however
+    // quiet it was (see Worker::progress).
+    std::unique_lock guard = lock();
+    for (WorkerIface& wi : ifaces_) wi.quiet_calls = 0;
   }
   if (n > 0 || sleep < timeout) return Status::Ok;
   return Status::Timeout;

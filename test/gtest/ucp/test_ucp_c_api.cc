@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ucp/api/ucp_c.h"
+#include "ucp/ucp_test_util.h"
 
 namespace {
 
@@ -138,7 +139,7 @@ TEST_P(UcpCApi, PutGetAndActiveMessage) {
     const std::vector<uint8_t> msg = filled(n, 3);
     mc_ucp_request_t* req = nullptr;
     ASSERT_EQ(complete(mc_ucp_am_send_nbx(ep_, 7, msg.data(), n, nullptr, &req), &req), MC_UCP_OK);
-    for (int i = 0; i < 100000 && inbox.messages.empty(); ++i) progress_all();
+    mc::ucp::test::spin_until([&] { return !inbox.messages.empty(); }, [&] { progress_all(); });
     ASSERT_EQ(inbox.messages.size(), 1u);
     EXPECT_EQ(inbox.messages[0], msg);
   }

@@ -187,9 +187,10 @@ TEST_P(UcpE2e, ActiveMessagesEverySizeClass) {
     params.callback = [&called](Status s) { called = s == Status::Ok; };
     ASSERT_EQ(wait(ep_->am_send_nbx(5, msg.data(), n, params)), Status::Ok);
     EXPECT_TRUE(called);
-    for (int i = 0; i < 100000 && received.empty(); ++i) {
-      for (auto& w : workers_) w->progress();
-    }
+    spin_until([&] { return !received.empty(); },
+               [&] {
+                 for (auto& w : workers_) w->progress();
+               });
     ASSERT_EQ(received.size(), 1u);
     ASSERT_EQ(received[0], msg);
   }

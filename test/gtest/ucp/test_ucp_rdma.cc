@@ -103,9 +103,10 @@ TEST_P(UcpRdma, PutGetAndActiveMessagesOverTwoRails) {
     EXPECT_TRUE(std::equal(src.begin(), src.begin() + n, back.begin()));
     const size_t before = delivered;
     ASSERT_EQ(wait(ep_->am_send_nbx(3, src.data(), n)), Status::Ok);
-    for (int i = 0; i < 100000 && delivered == before; ++i) {
-      for (auto& w : workers_) w->progress();
-    }
+    spin_until([&] { return delivered != before; },
+               [&] {
+                 for (auto& w : workers_) w->progress();
+               });
     EXPECT_EQ(delivered, before + 1);
   }
 }

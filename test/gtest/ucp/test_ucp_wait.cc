@@ -91,6 +91,26 @@ TEST_P(UcpWait, SleepingThreadWakesOnAnActiveMessage) {
   }
 }
 
+// A worker progresses an iface without events for a long time only now and
+// then; the progress() after a wait() that an event ended serves it at once.
+TEST_P(UcpWait, OneProgressAfterAWakeServesAQuietIface) {
+  size_t got = 0;
+  receiver_->set_am_handler(6, [&](const void*, size_t) { ++got; });
+  for (int i = 0; i < 10000; ++i) receiver_->progress();  // every iface quiet
+  const uint8_t byte = 1;
+  auto r = ep_->am_send_nbx(6, &byte, 1);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ((*r)->wait(), Status::Ok);
+  for (int i = 0; i < 60 && got == 0; ++i) {
+    (void)receiver_->wait(std::chrono::seconds(1));
+    receiver_->progress();
+    if (!tcp()) {  // sm is polled: what arrived may wait for the next round
+      for (int k = 0; k < 3 && got == 0; ++k) receiver_->progress();
+    }
+  }
+  EXPECT_EQ(got, 1u);
+}
+
 TEST_P(UcpWait, SignalWakesAWait) {
   if (!tcp()) GTEST_SKIP() << "sm is polled: its wait() returns after the poll interval anyway";
   receiver_->progress();

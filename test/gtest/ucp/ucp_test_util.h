@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +29,19 @@ inline std::unique_ptr<Context> make_context(const std::map<std::string, std::st
   params.components = std::move(components);
   ucs::Result<std::unique_ptr<Context>> ctx = Context::create(params);
   return ctx.ok() ? std::move(*ctx) : nullptr;
+}
+
+/// Calls `step` until `done()` holds or `limit` has passed; whether it
+/// holds. A bound in time, not in calls: how many calls a delivery takes
+/// depends on how fast progress() returns.
+template <class Done, class Step>
+bool spin_until(Done done, Step step, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    step();
+  }
+  return true;
 }
 
 /// For fixtures of one process: a context, two of its workers and an
