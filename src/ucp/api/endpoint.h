@@ -170,6 +170,7 @@ class Endpoint {
   std::vector<std::unique_ptr<uct::Endpoint>> uct_eps_;  ///< per lane
   std::vector<proto::LaneRuntime> runtime_;              ///< per lane; ops point into it
   bool closed_ = false;
+  bool counted_ = false;  ///< its lanes are counted in the worker's ifaces (WorkerIface::lanes)
   std::vector<LaneReconnect> reconnect_;  ///< per lane
   /// Lanes that failed while holding data completed locally (short, bcopy,
   /// eager AM) and not yet flushed: each may have lost it. A flush fails when

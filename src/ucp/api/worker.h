@@ -44,8 +44,10 @@ struct WorkerIface {
   std::unique_ptr<uct::Iface> iface;
   uct::IfaceAttr attr;
   /// progress() calls since this iface last had events (capped): an iface
-  /// quiet for long is progressed on every 128th call only.
+  /// no endpoint has a lane on, quiet for long, is progressed on every 128th
+  /// call only.
   uint32_t quiet_calls = 0;
+  uint32_t lanes = 0;  ///< lanes of this worker's endpoints on this iface
 };
 
 /// What copies between registered host bounce buffers and memory of one type

@@ -20,8 +20,9 @@ Status Endpoint::connect() {
   reconnect_.resize(selection_.lanes.size());
   Status first_error = Status::Ok;
   for (size_t lane = 0; lane < selection_.lanes.size(); ++lane) {
-    const WorkerIface& wi =
+    WorkerIface& wi =
         worker_->ifaces_[static_cast<size_t>(worker_->iface_of(selection_.lanes[lane].local))];
+    if (!counted_) ++wi.lanes;  // progressed on every call from now on
     const ResourceInfo& r = ctx.resources()[wi.resource];
     proto::LaneRuntime rt;
     rt.md = ctx.mds()[r.md_index].md.get();
@@ -41,6 +42,7 @@ Status Endpoint::connect() {
     }
     runtime_.push_back(rt);
   }
+  counted_ = true;
   protocols_ = worker_->protocols_for(selection_);
   std::string what;
   if (missing_lanes(&what)) {
@@ -105,6 +107,11 @@ size_t Endpoint::am_lane_now(size_t preferred) const {
 
 Endpoint::~Endpoint() {
   std::unique_lock guard = worker_->lock();
+  if (counted_) {
+    for (const wireup::Lane& l : selection_.lanes) {
+      --worker_->ifaces_[static_cast<size_t>(worker_->iface_of(l.local))].lanes;
+    }
+  }
   cancel_requests();
   uct_eps_.clear();
   reconnect_.clear();

@@ -145,14 +145,14 @@ std::vector<uint8_t> Worker::address() const {
 unsigned Worker::progress() {
   std::unique_lock guard = lock();
   unsigned events = 0;
-  // An iface with events in its last kHotCalls calls is progressed every
-  // time; a quiet one (a transport no endpoint uses: tcp's epoll_wait, an
-  // io_uring) every 128th time, so the busy lanes' latency does not pay for
-  // it.
+  // An iface some endpoint has a lane on, or with events in its last
+  // kHotCalls calls, is progressed every time; a quiet one no endpoint uses
+  // (tcp's epoll_wait, an io_uring) every 128th time, so the busy lanes'
+  // latency does not pay for it.
   constexpr uint32_t kHotCalls = 256;
   const bool sweep = (++progress_calls_ & 127) == 0;
   for (WorkerIface& wi : ifaces_) {
-    if (wi.quiet_calls >= kHotCalls && !sweep) continue;
+    if (wi.lanes == 0 && wi.quiet_calls >= kHotCalls && !sweep) continue;
     const unsigned n = wi.iface->progress();
     events += n;
     wi.quiet_calls = n > 0 ? 0 : std::min(wi.quiet_calls + 1, kHotCalls);

@@ -222,9 +222,13 @@ IfaceAttr TcpIface::query() const {
 }
 
 unsigned TcpIface::progress() {
-  // A caller-driven loop that nobody runs on a thread is driven from here.
-  if (!own_loop_ && !loop_->is_running()) (void)loop_->progress(std::chrono::milliseconds(0));
   unsigned count = 0;
+  // A caller-driven loop that nobody runs on a thread is driven from here;
+  // what its callbacks did (a put written, a get served) counts as work.
+  if (!own_loop_ && !loop_->is_running()) {
+    Result<size_t> n = loop_->progress(std::chrono::milliseconds(0));
+    if (n.ok()) count += static_cast<unsigned>(*n);
+  }
   size_t budget;
   {
     std::lock_guard guard(events_lock_);
