@@ -28,7 +28,8 @@ namespace mc::ucp {
 
 namespace proto {
 class StagingPool;
-}
+struct Staging;
+}  // namespace proto
 class Endpoint;
 class AmReassembly;
 class RndvSendOp;
@@ -209,6 +210,9 @@ class Worker {
   /// it (the single-slice fast path): Ok, its callback already run.
   std::shared_ptr<Request> completed_request(Endpoint* ep, const RequestParams& params);
   std::shared_ptr<const proto::EpProtocols> protocols_for(const wireup::LaneSelection& sel);
+  /// The path of a staging plan (EpProtocols' or plan_staging()'s): its
+  /// endpoint and pool made on first use.
+  Result<StagingPath> staging_path(const proto::Staging& st);
   /// The endpoint of the memory-type transport on resource `resource` to
   /// itself (staging copies), made on first use.
   Result<uct::Endpoint*> memtype_ep(size_t resource);

@@ -94,8 +94,7 @@ unsigned Endpoint::lane_rank(size_t lane, const RailPreference& rails) const {
   const wireup::LocalResource& local = worker_->local_resources()[l.local];
   if (local.dev_type != uct::DeviceType::Net) return 0;  // shared memory, self
   return side_rank(local.dev_name, rails.local_preferred, rails.local_secondary) +
-         side_rank(peer_.ifaces[l.remote].dev_name, rails.remote_preferred,
-                   rails.remote_secondary);
+         side_rank(peer_.ifaces[l.remote].dev_name, rails.remote_preferred, rails.remote_secondary);
 }
 
 std::vector<LaneRank> Endpoint::rank_lanes(const RailPreference& rails) const {
@@ -208,35 +207,32 @@ Result<std::shared_ptr<Request>> Endpoint::rma_staged(proto::Op op, const proto:
                                                       void* buffer, size_t length,
                                                       uint64_t remote_addr, const Rkey& rkey,
                                                       const RequestParams& params) {
-  const ResourceInfo& res = worker_->context().resources()[staging.resource];
-  const MdEntry& md = worker_->context().mds()[res.md_index];
-  MC_ASSIGN_OR_RETURN(uct::Endpoint * copy_ep, worker_->memtype_ep(staging.resource));
-  MC_ASSIGN_OR_RETURN(std::shared_ptr<proto::StagingPool> pool,
-                      worker_->staging_pool(staging.frag_size, staging.depth));
+  MC_ASSIGN_OR_RETURN(StagingPath path, worker_->staging_path(staging));
   proto::StagingParams p;
   p.op = op;
   p.buffer = buffer;
   p.length = length;
   p.remote_addr = remote_addr;
-  p.frag_size = staging.frag_size;
-  p.depth = staging.depth;
-  p.copy_ep = copy_ep;
-  p.copy_md = md.md.get();
-  p.copy_md_index = res.md_index;
-  p.user_memh = params.memh ? params.memh->uct_memh(res.md_index) : nullptr;
-  p.pool = pool;
+  p.frag_size = path.frag_size;
+  p.depth = path.depth;
+  p.copy_ep = path.copy_ep;
+  p.copy_md = path.copy_md;
+  p.copy_md_index = path.copy_md_index;
+  p.user_memh = params.memh ? params.memh->uct_memh(path.copy_md_index) : nullptr;
+  p.pool = path.pool;
   // Each fragment goes by the registered host table (the pool is
   // registered); the rails are read now, as the caller's copy may go.
-  std::shared_ptr<RailPreference> rails =
-      params.rails && !params.rails->empty() ? std::make_shared<RailPreference>(*params.rails)
-                                             : nullptr;
-  const MemHandle* bounce_memh = &pool->memh();
+  std::shared_ptr<RailPreference> rails = params.rails && !params.rails->empty()
+                                              ? std::make_shared<RailPreference>(*params.rails)
+                                              : nullptr;
+  const MemHandle* bounce_memh = &path.pool->memh();
   p.network = [this, op, &rkey, rails, bounce_memh](
                   void* bounce, size_t len,
                   uint64_t raddr) -> Result<std::unique_ptr<proto::RequestOp>> {
     const proto::ProtoRange* range = protocols_->table(op, true).lookup(len);
     if (!range) return no_protocol(op, uct::MemType::Host);
-    proto::RmaParams rp = rma_params(op, *range, bounce, len, raddr, rkey, bounce_memh, rails.get());
+    proto::RmaParams rp =
+        rma_params(op, *range, bounce, len, raddr, rkey, bounce_memh, rails.get());
     return std::unique_ptr<proto::RequestOp>(new proto::RmaOp(&runtime_, std::move(rp)));
   };
   return worker_->submit(std::make_unique<proto::StagingOp>(std::move(p)), params, this);

@@ -38,20 +38,22 @@ Result<std::shared_ptr<proto::StagingPool>> Worker::staging_pool(size_t frag_siz
 
 Result<StagingPath> Worker::staging_path(uct::MemType mem) {
   std::unique_lock guard = lock();
-  const int r = proto::staging_resource(local_, mem);
-  if (r < 0 || mem == uct::MemType::Host) return Status::Unsupported;
+  // The plan of EpProtocols::build, so that the pool is shared with the
+  // staged requests.
+  const std::optional<proto::Staging> st = proto::plan_staging(
+      local_, mem, rndv_frag_size(context_->config(), mem), context_->config().staging_depth);
+  if (!st) return Status::Unsupported;
+  return staging_path(*st);
+}
+
+Result<StagingPath> Worker::staging_path(const proto::Staging& st) {
   StagingPath p;
-  p.resource = static_cast<size_t>(r);
-  p.name = local_[p.resource].name();
+  p.resource = st.resource;
+  p.name = st.name;
   p.copy_md_index = context_->resources()[p.resource].md_index;
   p.copy_md = context_->mds()[p.copy_md_index].md.get();
-  // As EpProtocols::build: a fragment is one zero-copy operation of the copy
-  // transport, so that the pool is shared with the staged requests.
-  const uct::IfaceAttr& a = local_[p.resource].attr;
-  p.frag_size =
-      std::min({rndv_frag_size(context_->config(), mem), a.put.max_zcopy, a.get.max_zcopy});
-  p.depth = std::max<size_t>(context_->config().staging_depth, 1);
-  if (p.frag_size == 0) return Status::Unsupported;
+  p.frag_size = st.frag_size;
+  p.depth = st.depth;
   MC_ASSIGN_OR_RETURN(p.copy_ep, memtype_ep(p.resource));
   MC_ASSIGN_OR_RETURN(p.pool, staging_pool(p.frag_size, p.depth));
   return p;

@@ -128,16 +128,26 @@ std::string size_text(size_t n) {
 
 }  // namespace
 
-int staging_resource(const std::vector<wireup::LocalResource>& local, uct::MemType mem) {
+std::optional<Staging> plan_staging(const std::vector<wireup::LocalResource>& local,
+                                    uct::MemType mem, size_t frag_size, size_t depth) {
+  if (mem == uct::MemType::Host) return std::nullopt;
   const uint64_t need = uct::kCapConnectToSelf | uct::kCapPutZcopy | uct::kCapGetZcopy;
   const uct::MemTypeMask types = uct::mem_type_bit(mem) | uct::mem_type_bit(uct::MemType::Host);
   for (size_t i = 0; i < local.size(); ++i) {
     const uct::IfaceAttr& a = local[i].attr;
-    if (local[i].enabled && (a.cap & need) == need && (a.access_mem_types & types) == types) {
-      return static_cast<int>(i);
+    if (!local[i].enabled || (a.cap & need) != need || (a.access_mem_types & types) != types) {
+      continue;
     }
+    Staging st;
+    st.resource = i;
+    st.name = local[i].name();
+    // A fragment is one zero-copy operation of the copy transport.
+    st.frag_size = std::min({frag_size, a.put.max_zcopy, a.get.max_zcopy});
+    st.depth = std::max<size_t>(depth, 1);
+    if (st.frag_size == 0) return std::nullopt;
+    return st;
   }
-  return -1;
+  return std::nullopt;
 }
 
 EpProtocols EpProtocols::build(const wireup::LaneSelection& sel,
@@ -156,16 +166,8 @@ EpProtocols EpProtocols::build(const wireup::LaneSelection& sel,
     const auto mem = static_cast<uct::MemType>(m);
     const bool direct = !e.table(Op::Put, true, mem).ranges().empty() ||
                         !e.table(Op::Get, true, mem).ranges().empty();
-    const int r = staging_resource(local, mem);
-    if (direct || r < 0) continue;
-    const uct::IfaceAttr& a = local[static_cast<size_t>(r)].attr;
-    Staging st;
-    st.resource = static_cast<size_t>(r);
-    st.name = local[st.resource].tl_name + "/" + local[st.resource].dev_name;
-    // A fragment is one zero-copy operation of the copy transport.
-    st.frag_size = std::min({params.frag_size[m], a.put.max_zcopy, a.get.max_zcopy});
-    st.depth = std::max<size_t>(params.staging_depth, 1);
-    if (st.frag_size > 0) e.staging_[m] = st;
+    if (!direct)
+      e.staging_[m] = plan_staging(local, mem, params.frag_size[m], params.staging_depth);
   }
   return e;
 }

@@ -30,10 +30,10 @@ struct EpProtoParams {
 /// a memory-type transport (a connect-to-self iface whose access_mem_types
 /// cover the type, e.g. cuda_copy) and moved by the host tables' protocol.
 struct Staging {
-  size_t resource = 0;    ///< the memory-type transport: an index into the local resources
-  std::string name;       ///< "cuda_copy/cuda"
-  size_t frag_size = 0;   ///< bytes of one fragment (one bounce buffer)
-  size_t depth = 1;       ///< fragments in flight
+  size_t resource = 0;   ///< the memory-type transport: an index into the local resources
+  std::string name;      ///< "cuda_copy/cuda"
+  size_t frag_size = 0;  ///< bytes of one fragment (one bounce buffer)
+  size_t depth = 1;      ///< fragments in flight
 };
 
 /// Memory types with tables of their own: host, and cuda / cuda-managed
@@ -63,15 +63,17 @@ class EpProtocols {
                            const EpProtoParams& params);
 
  private:
-  ProtoTable tables_[3][kProtoMemTypes][2];  ///< op, memory type, registered
+  ProtoTable tables_[3][kProtoMemTypes][2];         ///< op, memory type, registered
   std::optional<Staging> staging_[kProtoMemTypes];  ///< by memory type (put and get)
 };
 
-/// The first enabled resource of `local` that copies between host memory and
-/// `mem`: a memory-type transport (connect-to-self, zero-copy put and get,
-/// access to both types, e.g. cuda_copy). Its index into `local`, -1: none.
-/// Pure.
-int staging_resource(const std::vector<wireup::LocalResource>& local, uct::MemType mem);
+/// How memory of type `mem` is staged: the first enabled resource of `local`
+/// that copies between host memory and `mem` (a memory-type transport:
+/// connect-to-self, zero-copy put and get, access to both types, e.g.
+/// cuda_copy), fragments of `frag_size` capped by its zero-copy limits,
+/// `depth` of them in flight. Empty: no such transport (or Host). Pure.
+std::optional<Staging> plan_staging(const std::vector<wireup::LocalResource>& local,
+                                    uct::MemType mem, size_t frag_size, size_t depth);
 
 /// The figures of endpoint lane `lane` (candidate `c` over resource `l`) for
 /// `op`, with UCP's headers taken off the payload limits. Pure.
