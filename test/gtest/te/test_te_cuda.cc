@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "common/gpu_util.h"
 #include "common/services.h"
 #include "te/te_test_util.h"
 #include "ucs/sys/sys.h"
@@ -25,10 +26,7 @@ constexpr size_t kSize = 3 << 20;  // under, at and over the 1 MiB fragment belo
 class TeCuda : public testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    uct::Component* cuda = uct::find_component("cuda_copy");
-    if (!cuda || cuda->md_names().empty()) {
-      GTEST_SKIP() << "no GPU: " << (cuda ? cuda->unavailable_reason() : "no cuda_copy module");
-    }
+    if (const std::string why = mc::test::no_gpu_reason(); !why.empty()) GTEST_SKIP() << why;
     if (!uct::find_component(GetParam())) GTEST_SKIP() << GetParam() << " is not available";
     env_ = {{"MC_TLS", GetParam() + ",cuda_copy"},
             {"MC_NET_DEVICES", "lo"},
@@ -63,8 +61,8 @@ TEST_P(TeCuda, WriteAndReadBackDeviceMemory) {
     std::vector<TransferStatus> w =
         run_batch(engine, {{TransferRequest::WRITE, p, seg, t, 1000},
                            {TransferRequest::WRITE, p + 1000, seg, t + 1000, 1 << 20},
-                           {TransferRequest::WRITE, p + 1000 + (1 << 20), seg,
-                            t + 1000 + (1 << 20), kSize - 1000 - (1 << 20)}});
+                           {TransferRequest::WRITE, p + 1000 + (1 << 20), seg, t + 1000 + (1 << 20),
+                            kSize - 1000 - (1 << 20)}});
     for (const TransferStatus& st : w) {
       EXPECT_EQ(st.s, COMPLETED);
     }
@@ -87,10 +85,7 @@ INSTANTIATE_TEST_SUITE_P(Tl, TeCuda, testing::Values("tcp", "sm"));
 // 1 MiB (MC_RNDV_FRAG_SIZE's cuda entry) copied by cuda_copy.
 TEST(TeCudaFile, WriteAndReadFileSegmentThroughBounceBuffers) {
   namespace nt = mc::uct::nvmeof::test;
-  uct::Component* cuda = uct::find_component("cuda_copy");
-  if (!cuda || cuda->md_names().empty()) {
-    GTEST_SKIP() << "no GPU: " << (cuda ? cuda->unavailable_reason() : "no cuda_copy module");
-  }
+  if (const std::string why = mc::test::no_gpu_reason(); !why.empty()) GTEST_SKIP() << why;
   if (!uct::find_component("nvmeof")) GTEST_SKIP() << "nvmeof not built (liburing)";
   constexpr size_t kMiB = 1 << 20;
   constexpr size_t kLen0 = 2 * kMiB + 4097, kLen1 = 3 * kMiB;

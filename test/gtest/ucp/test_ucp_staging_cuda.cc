@@ -11,6 +11,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/gpu_util.h"
 #include "ucp/api/ucp.h"
 #include "ucp/ucp_test_util.h"
 #include "uct/base/component_loader.h"
@@ -31,10 +32,7 @@ uint8_t pattern(uint64_t seed, size_t i) {
 class CudaStaging : public testing::TestWithParam<std::string>, protected UcpPair {
  protected:
   void SetUp() override {
-    uct::Component* cuda = uct::find_component("cuda_copy");
-    if (!cuda || cuda->md_names().empty()) {
-      GTEST_SKIP() << "no GPU: " << (cuda ? cuda->unavailable_reason() : "no cuda_copy module");
-    }
+    if (const std::string why = mc::test::no_gpu_reason(); !why.empty()) GTEST_SKIP() << why;
     if (!uct::find_component(GetParam())) GTEST_SKIP() << GetParam() << " is not available";
     ctx_ = make_context({{"MC_TLS", GetParam() + ",cuda_copy"},
                          {"MC_NET_DEVICES", "lo"},
