@@ -101,6 +101,25 @@ class SoftMlx5 : public soft::SoftVerbsFixture {
                reinterpret_cast<uintptr_t>(msg.data()));
     post_wqe(a, kOpSend, seg);
   }
+  /// Connects a pair, posts one receive WQE of `byte_count` (flag bits
+  /// included) at `rx` on the second QP and sends `msg` from the first:
+  /// the receive CQE (both CQEs must come); `*qpn` the receiving QP.
+  Cqe send_to_one_rwqe(std::vector<uint8_t> msg, std::vector<uint8_t>& rx, uint32_t byte_count,
+                       uint32_t* qpn = nullptr) {
+    Qp a, b;
+    connect_dv_pair(&a, &b);
+    ibv_mr* m = reg(msg, kRw);
+    ibv_mr* r = reg(rx, kRw);
+    std::vector<uint8_t> seg(kSegSize);
+    write_data(seg.data(), byte_count, r->lkey, reinterpret_cast<uintptr_t>(rx.data()));
+    post_rwqe(&b, seg);
+    send(&a, msg, m->lkey);
+    std::vector<Cqe> c = poll(2);
+    EXPECT_EQ(c.size(), 2u);
+    if (qpn) *qpn = b.qp->qp_num;
+    return recv_of(c);
+  }
+
   /// The receive CQE among `c`.
   static Cqe recv_of(const std::vector<Cqe>& c) {
     for (const Cqe& e : c) {
@@ -228,60 +247,28 @@ TEST_F(SoftMlx5, ReceiveWqesInTheReceiveQueueTakeSendsInOrder) {
 }
 
 TEST_F(SoftMlx5, TooShortReceiveWqeGivesALocalLengthErrorAndWritesNothing) {
-  Qp qa, qb;
-  connect_dv_pair(&qa, &qb);
-  Qp *a = &qa, *b = &qb;
-  std::vector<uint8_t> msg(100, 0x55), rx(256, 0x99);
-  ibv_mr* m = reg(msg, kRw);
-  ibv_mr* r = reg(rx, kRw);
-  std::vector<uint8_t> seg(kSegSize);
-  write_data(seg.data(), 16, r->lkey, reinterpret_cast<uintptr_t>(rx.data()));
-  post_rwqe(b, seg);
-  send(a, msg, m->lkey);
-  std::vector<Cqe> c = poll(2);
-  ASSERT_EQ(c.size(), 2u);
-  const Cqe e = recv_of(c);
+  std::vector<uint8_t> rx(256, 0x99);
+  uint32_t qpn = 0;
+  const Cqe e = send_to_one_rwqe(std::vector<uint8_t>(100, 0x55), rx, 16, &qpn);
   EXPECT_EQ(e.opcode, kCqeRespErr);
   EXPECT_EQ(e.syndrome, kSyndLocalLength);
-  EXPECT_EQ(e.qpn, b->qp->qp_num);
+  EXPECT_EQ(e.qpn, qpn);
   EXPECT_EQ(rx, std::vector<uint8_t>(256, 0x99));
 }
 
 TEST_F(SoftMlx5, MalformedReceiveWqeGivesALocalLengthErrorAndWritesNothing) {
-  Qp qa, qb;
-  connect_dv_pair(&qa, &qb);
-  Qp *a = &qa, *b = &qb;
-  std::vector<uint8_t> msg(32, 0x66), rx(256, 0x99);
-  ibv_mr* m = reg(msg, kRw);
-  ibv_mr* r = reg(rx, kRw);
+  std::vector<uint8_t> rx(256, 0x99);
   // An inline segment, which a receive queue cannot hold.
-  std::vector<uint8_t> seg(kSegSize);
-  write_data(seg.data(), 0x80000000u | 256, r->lkey, reinterpret_cast<uintptr_t>(rx.data()));
-  post_rwqe(b, seg);
-  send(a, msg, m->lkey);
-  std::vector<Cqe> c = poll(2);
-  ASSERT_EQ(c.size(), 2u);
-  const Cqe e = recv_of(c);
+  const Cqe e = send_to_one_rwqe(std::vector<uint8_t>(32, 0x66), rx, 0x80000000u | 256);
   EXPECT_EQ(e.opcode, kCqeRespErr);
   EXPECT_EQ(e.syndrome, kSyndLocalLength);
   EXPECT_EQ(rx, std::vector<uint8_t>(256, 0x99));
 }
 
 TEST_F(SoftMlx5, ReceiveWqeBeyondItsRegistrationIsRejected) {
-  Qp qa, qb;
-  connect_dv_pair(&qa, &qb);
-  Qp *a = &qa, *b = &qb;
-  std::vector<uint8_t> msg(64, 0x12), rx(64, 0x99);
-  ibv_mr* m = reg(msg, kRw);
-  ibv_mr* r = reg(rx, kRw);
+  std::vector<uint8_t> rx(64, 0x99);
   // Claims 4 KiB of a 64-byte registration: no byte may land.
-  std::vector<uint8_t> seg(kSegSize);
-  write_data(seg.data(), 4096, r->lkey, reinterpret_cast<uintptr_t>(rx.data()));
-  post_rwqe(b, seg);
-  send(a, msg, m->lkey);
-  std::vector<Cqe> c = poll(2);
-  ASSERT_EQ(c.size(), 2u);
-  const Cqe e = recv_of(c);
+  const Cqe e = send_to_one_rwqe(std::vector<uint8_t>(64, 0x12), rx, 4096);
   EXPECT_EQ(e.opcode, kCqeRespErr);
   EXPECT_EQ(rx, std::vector<uint8_t>(64, 0x99));
 }
