@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ucp/api/config.h"
+#include "ucp/core/remote_regions.h"
 #include "ucs/config/sources.h"
 #include "ucs/status/status.h"
 #include "ucs/topo/topo.h"
@@ -81,6 +82,9 @@ class Context {
   int numa_node_of(const uct::TlResource& tl) const;
   /// Writes one line per resource: name, md, device type, kept or why not.
   void print(std::ostream& os) const;
+  /// The remote-accessible registrations of non-host memory (GPU memory)
+  /// that peers may reach by remote staging. Thread-safe (its own lock).
+  RemoteRegions& remote_regions() const { return remote_regions_; }
 
  private:
   Context() = default;
@@ -92,6 +96,7 @@ class Context {
   std::vector<MdEntry> mds_;
   std::vector<ResourceInfo> resources_;
   std::optional<ucs::Topology> topology_;
+  mutable RemoteRegions remote_regions_;
 };
 
 }  // namespace mc::ucp

@@ -16,6 +16,7 @@
 #include "ucp/proto/ep_protocols.h"
 #include "ucp/proto/lane_runtime.h"
 #include "ucp/proto/rma_op.h"
+#include "ucp/proto/staging_op.h"
 #include "ucp/wireup/address.h"
 #include "ucp/wireup/lane_select.h"
 
@@ -50,6 +51,10 @@ class Endpoint {
   /// reused; remote completion needs flush(). InvalidParam when the range is
   /// outside the rkey's registration, Unsupported when no lane can put (or
   /// none can access RequestParams::mem_type memory), Canceled after close().
+  /// A peer's GPU memory that no lane's key reaches (tcp, sm) goes by remote
+  /// staging: the peer stages it, and the request completes with its answer
+  /// (complete at the peer then); the peer's errors (InvalidParam for a
+  /// range outside its remote-accessible registrations) end the request.
   Result<std::shared_ptr<Request>> put_nbx(const void* buffer, size_t length, uint64_t remote_addr,
                                            const Rkey& rkey, const RequestParams& params = {});
   /// Reads `length` bytes at `remote_addr` into `buffer`; the request
@@ -75,7 +80,9 @@ class Endpoint {
 
   /// Unpacks a peer's MemHandle::rkey_pack() for the lanes of this
   /// endpoint. InvalidParam for malformed input (logged), Unreachable when
-  /// no lane's memory domain has a key in it.
+  /// no lane's memory domain has a key in a key of host memory (a key of
+  /// GPU memory no lane reaches unpacks: its puts and gets go by remote
+  /// staging).
   Result<std::unique_ptr<Rkey>> rkey_unpack(std::span<const uint8_t> packed) const;
 
   /// The peer's unpacked address.
@@ -96,6 +103,7 @@ class Endpoint {
 
  private:
   friend class Worker;
+  friend class RemoteStaging;
   Endpoint(Worker* worker, wireup::WorkerAddress peer, wireup::LaneSelection selection);
   Status connect();
   void on_lane_error(size_t lane, Status status);
@@ -110,6 +118,18 @@ class Endpoint {
   Result<std::shared_ptr<Request>> rma_staged(proto::Op op, const proto::Staging& staging,
                                               void* buffer, size_t length, uint64_t remote_addr,
                                               const Rkey& rkey, const RequestParams& params);
+  /// A put or get of a peer's memory no lane's key reaches (its GPU memory
+  /// over tcp or sm): the peer stages it (core/worker_remote_staging.cc);
+  /// local `mem` memory other than host is staged here first.
+  Result<std::shared_ptr<Request>> rma_remote_staged(proto::Op op, uct::MemType mem, void* buffer,
+                                                     size_t length, uint64_t remote_addr,
+                                                     const RequestParams& params);
+  /// The network stage of a StagingOp: each fragment by the registered host
+  /// table of `op` between a bounce buffer of `bounce_memh` and `rkey`
+  /// (which must outlive the op).
+  proto::StagingNetwork staging_network(proto::Op op, const Rkey& rkey,
+                                        const MemHandle* bounce_memh,
+                                        std::shared_ptr<RailPreference> rails);
   /// A put that one UCT call on its first lane completes at once (short or
   /// bcopy, one slice, no device preference): its completed request, or
   /// null when it was not done (the general path then takes it).

@@ -22,12 +22,18 @@ class Context;
 /// after map(); must not outlive its context.
 class MemHandle {
  public:
-  /// Registers host memory with every memory domain that registers host
-  /// memory (failures of one md are logged at debug level and skipped).
-  /// `access` is uct::MemAccess bits. Returns InvalidParam for a null or
-  /// empty range, Unsupported when no memory domain could register it.
+  /// Registers memory of type `mem` with every memory domain that registers
+  /// that type (failures of one md are logged at debug level and skipped).
+  /// Unknown (the default): the type the memory domains that detect memory
+  /// types tell, else host. Memory other than host memory that allows
+  /// remote access joins the context's remote_regions(): a peer whose lanes
+  /// cannot reach it has it staged here (remote staging). `access` is
+  /// uct::MemAccess bits. Returns InvalidParam for a null or empty range,
+  /// Unsupported when no memory domain could register host memory (other
+  /// memory that none registers is kept for remote staging only).
   static Result<std::unique_ptr<MemHandle>> map(Context& context, void* address, size_t length,
-                                                unsigned access = uct::kAccessAll);
+                                                unsigned access = uct::kAccessAll,
+                                                uct::MemType mem = uct::MemType::Unknown);
   /// Allocates `length` bytes of host memory from the first memory domain
   /// that allocates (MdAttr kMdAlloc: sm's shared memory, which a peer on
   /// this host maps and writes with plain stores instead of a copy through
@@ -43,6 +49,8 @@ class MemHandle {
 
   void* address() const { return address_; }
   size_t length() const { return length_; }
+  /// The memory type of the registration (carried in the packed rkey).
+  uct::MemType mem_type() const { return mem_type_; }
   /// Whether [addr, addr + len) lies inside the registration.
   bool contains(const void* addr, size_t len) const;
   /// The UCT registration in md `md_index` of the context; null when none.
@@ -56,16 +64,18 @@ class MemHandle {
   MemHandle(Context* context, void* address, size_t length)
       : context_(context), address_(address), length_(length) {}
 
-  /// Registers [address_, +length_) with each md that registers host memory
-  /// and has no registration here yet; the number of registrations made.
+  /// Registers [address_, +length_) with each md that registers memory of
+  /// mem_type_ and has no registration here yet; the number made.
   size_t register_all(unsigned access);
 
   Context* context_;
   void* address_;
   size_t length_;
   std::vector<std::unique_ptr<uct::MemHandle>> per_md_;  ///< indexed like Context::mds()
-  int alloc_md_ = -1;       ///< the md whose mem_alloc made the memory; released last
-  void* heap_ = nullptr;    ///< alloc() without an allocating md: freed last
+  int alloc_md_ = -1;     ///< the md whose mem_alloc made the memory; released last
+  void* heap_ = nullptr;  ///< alloc() without an allocating md: freed last
+  uct::MemType mem_type_ = uct::MemType::Host;
+  uint64_t region_ = 0;  ///< its id in the context's remote_regions(), or 0
 };
 
 }  // namespace mc::ucp

@@ -106,6 +106,7 @@ class Request {
  private:
   friend class Worker;
   friend class Endpoint;
+  friend class RemoteStaging;
 
   /// Moves the operation forward and enforces the deadline (worker progress).
   void advance(uint64_t now_ns);

@@ -25,6 +25,16 @@ class Rkey {
   bool contains(uint64_t addr, size_t len) const {
     return addr >= address_ && len <= length_ && addr - address_ <= length_ - len;
   }
+  /// The memory type of the remote registration (GPU memory: a put or get
+  /// that no lane's key reaches is staged by the peer, "remote staging").
+  uct::MemType mem_type() const { return mem_type_; }
+  /// Whether some lane of the endpoint has a key for the registration.
+  bool any_lane() const {
+    for (const auto& k : lanes_) {
+      if (k) return true;
+    }
+    return false;
+  }
   /// The UCT rkey for lane `lane` of the endpoint; null when the peer's key
   /// has no entry for that lane's memory domain.
   const uct::Rkey* for_lane(size_t lane) const {
@@ -37,6 +47,7 @@ class Rkey {
 
   uint64_t address_ = 0;
   uint64_t length_ = 0;
+  uct::MemType mem_type_ = uct::MemType::Host;
   std::vector<std::unique_ptr<uct::Rkey>> lanes_;
 };
 

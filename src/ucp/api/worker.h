@@ -34,6 +34,8 @@ class Endpoint;
 class AmReassembly;
 class RndvSendOp;
 struct RndvRecv;
+class RemoteStaging;
+class RemoteStagingOp;
 
 /// Receives an active message: `length` bytes at `data`, valid only during
 /// the call. Runs inside Worker::progress().
@@ -197,6 +199,8 @@ class Worker {
  private:
   friend class Endpoint;
   friend class RndvSendOp;
+  friend class RemoteStaging;
+  friend class RemoteStagingOp;
   explicit Worker(Context* context);
   Status open_ifaces();
   Status init_wait();  // core/worker_wait.cc
@@ -258,6 +262,9 @@ class Worker {
   std::vector<std::unique_ptr<RndvRecv>> rndv_recvs_;
   std::map<uint64_t, std::unique_ptr<Endpoint>> reply_eps_;
   bool closing_ = false;
+  /// Remote staging, both sides (core/worker_remote_staging.cc); destroyed
+  /// before the reply endpoints its served requests use.
+  std::unique_ptr<RemoteStaging> remote_staging_;
   // Threads and blocking progress.
   mutable std::recursive_mutex mutex_;  ///< multi mode: taken by every public method
   bool multi_ = false;

@@ -149,6 +149,7 @@ Result<std::unique_ptr<Rkey>> Endpoint::rkey_unpack(std::span<const uint8_t> pac
   std::unique_ptr<Rkey> rkey(new Rkey());
   rkey->address_ = c->address;
   rkey->length_ = c->length;
+  rkey->mem_type_ = static_cast<uct::MemType>(c->mem_type);
   size_t found = 0;
   for (size_t lane = 0; lane < runtime_.size(); ++lane) {
     const std::string& md_name = peer_.ifaces[selection_.lanes[lane].remote].md_name;
@@ -163,7 +164,9 @@ Result<std::unique_ptr<Rkey>> Endpoint::rkey_unpack(std::span<const uint8_t> pac
     }
     rkey->lanes_.push_back(std::move(key));
   }
-  if (found == 0) {
+  // Memory of another type that no lane reaches (GPU memory over tcp or sm):
+  // its puts and gets are staged by the peer (remote staging).
+  if (found == 0 && rkey->mem_type_ == uct::MemType::Host) {
     MC_LOG(error) << "ucp: the rkey holds no key for the memory domain of any lane to "
                   << peer_.hostname;
     return Status::Unreachable;

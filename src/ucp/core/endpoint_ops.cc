@@ -156,6 +156,10 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
   const uct::MemType mem = params.mem_type == uct::MemType::Unknown
                                ? worker_->detect_mem_type(buffer, length)
                                : params.mem_type;
+  // A peer's GPU memory that no lane's key reaches: the peer stages it.
+  if (rkey.mem_type() != uct::MemType::Host && !rkey.any_lane()) {
+    return rma_remote_staged(op, mem, buffer, length, remote_addr, params);
+  }
   const proto::ProtoRange* range = protocols_->table(op, registered, mem).lookup(length);
   if (!range) {
     const proto::Staging* staging = protocols_->staging(op, mem);
@@ -220,21 +224,11 @@ Result<std::shared_ptr<Request>> Endpoint::rma_staged(proto::Op op, const proto:
   p.copy_md_index = path.copy_md_index;
   p.user_memh = params.memh ? params.memh->uct_memh(path.copy_md_index) : nullptr;
   p.pool = path.pool;
-  // Each fragment goes by the registered host table (the pool is
-  // registered); the rails are read now, as the caller's copy may go.
+  // The rails are read now, as the caller's copy may go.
   std::shared_ptr<RailPreference> rails = params.rails && !params.rails->empty()
                                               ? std::make_shared<RailPreference>(*params.rails)
                                               : nullptr;
-  const MemHandle* bounce_memh = &path.pool->memh();
-  p.network = [this, op, &rkey, rails, bounce_memh](
-                  void* bounce, size_t len,
-                  uint64_t raddr) -> Result<std::unique_ptr<proto::RequestOp>> {
-    const proto::ProtoRange* range = protocols_->table(op, true).lookup(len);
-    if (!range) return no_protocol(op, uct::MemType::Host);
-    proto::RmaParams rp =
-        rma_params(op, *range, bounce, len, raddr, rkey, bounce_memh, rails.get());
-    return std::unique_ptr<proto::RequestOp>(new proto::RmaOp(&runtime_, std::move(rp)));
-  };
+  p.network = staging_network(op, rkey, &path.pool->memh(), std::move(rails));
   return worker_->submit(std::make_unique<proto::StagingOp>(std::move(p)), params, this);
 }
 

@@ -11,17 +11,40 @@
 
 namespace mc::ucp {
 
+namespace {
+
+// What the memory domains that detect memory types say of the range; Host
+// when none claims it.
+uct::MemType detect(const Context& context, const void* address, size_t length) {
+  for (const MdEntry& md : context.mds()) {
+    if (md.attr.detect_mem_types == 0) continue;
+    const uct::MemType t = md.md->detect_mem_type(address, length);
+    if (t != uct::MemType::Host && t != uct::MemType::Unknown) return t;
+  }
+  return uct::MemType::Host;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<MemHandle>> MemHandle::map(Context& context, void* address, size_t length,
-                                                  unsigned access) {
+                                                  unsigned access, uct::MemType mem) {
   if (!address || length == 0) {
     MC_LOG(error) << "ucp: cannot map " << length << " bytes at " << address;
     return Status::InvalidParam;
   }
   std::unique_ptr<MemHandle> h(new MemHandle(&context, address, length));
   h->per_md_.resize(context.mds().size());
-  if (h->register_all(access) == 0) {
-    MC_LOG(error) << "ucp: no memory domain could register " << length << " bytes at " << address;
+  h->mem_type_ = mem == uct::MemType::Unknown ? detect(context, address, length) : mem;
+  // GPU memory that no md here registers is still bookkept: a peer may
+  // reach it by remote staging (which then names what is missing here).
+  if (h->register_all(access) == 0 && h->mem_type_ == uct::MemType::Host) {
+    MC_LOG(error) << "ucp: no memory domain could register " << length << " bytes of "
+                  << uct::mem_type_name(h->mem_type_) << " memory at " << address;
     return Status::Unsupported;
+  }
+  if (h->mem_type_ != uct::MemType::Host && (access & uct::kAccessRemote)) {
+    h->region_ =
+        context.remote_regions().add(reinterpret_cast<uintptr_t>(address), length, h->mem_type_);
   }
   return h;
 }
@@ -74,8 +97,11 @@ size_t MemHandle::register_all(unsigned access) {
   size_t registered = 0;
   for (size_t i = 0; i < context_->mds().size(); ++i) {
     const MdEntry& md = context_->mds()[i];
+    // GPU memory only where the md takes it (cuda_copy, ib through dma-buf):
+    // a host-only md (tcp, sm) would hand peers a key to memory its
+    // transport cannot touch.
     if (per_md_[i] || !(md.attr.flags & uct::kMdReg) ||
-        !(md.attr.reg_mem_types & uct::mem_type_bit(uct::MemType::Host))) {
+        !(md.attr.reg_mem_types & uct::mem_type_bit(mem_type_))) {
       continue;
     }
     Result<std::unique_ptr<uct::MemHandle>> r = md.md->mem_reg(address_, length_, access);
@@ -91,6 +117,7 @@ size_t MemHandle::register_all(unsigned access) {
 }
 
 MemHandle::~MemHandle() {
+  if (region_ != 0) context_->remote_regions().remove(region_);
   // Every registration goes before the memory it names.
   for (size_t i = 0; i < per_md_.size(); ++i) {
     if (static_cast<int>(i) != alloc_md_) per_md_[i].reset();
@@ -113,6 +140,7 @@ Result<std::vector<uint8_t>> MemHandle::rkey_pack() const {
   RkeyContainer c;
   c.address = reinterpret_cast<uintptr_t>(address_);
   c.length = length_;
+  c.mem_type = static_cast<uint8_t>(mem_type_);
   for (size_t i = 0; i < per_md_.size(); ++i) {
     if (!per_md_[i] || !(per_md_[i]->access() & uct::kAccessRemote)) continue;
     const MdEntry& md = context_->mds()[i];
@@ -120,7 +148,9 @@ Result<std::vector<uint8_t>> MemHandle::rkey_pack() const {
     MC_RETURN_IF_ERROR(md.md->mkey_pack(*per_md_[i], &packed));
     c.entries.emplace_back(md.md->name(), std::move(packed));
   }
-  if (c.entries.empty()) {
+  // Memory no md packs a key for may still be reached by remote staging
+  // when it is remote-accessible (the peer asks; this side checks).
+  if (c.entries.empty() && region_ == 0) {
     MC_LOG(error) << "ucp: rkey_pack of a registration that allows no remote access";
     return Status::Unsupported;
   }

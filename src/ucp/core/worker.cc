@@ -10,6 +10,7 @@
 
 #include "ucp/api/endpoint.h"
 #include "ucp/core/am_reassembly.h"
+#include "ucp/core/remote_staging.h"
 #include "ucp/core/request_alloc.h"
 #include "ucp/core/rndv.h"
 #include "ucp/proto/am_wire.h"
@@ -31,7 +32,10 @@ uint64_t random_uuid() {
 }  // namespace
 
 Worker::Worker(Context* context)
-    : context_(context), uuid_(random_uuid()), reassembly_(std::make_unique<AmReassembly>()) {}
+    : context_(context),
+      uuid_(random_uuid()),
+      reassembly_(std::make_unique<AmReassembly>()),
+      remote_staging_(std::make_unique<RemoteStaging>(this)) {}
 
 Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
   return create(context, WorkerParams{});
@@ -54,6 +58,7 @@ Result<std::unique_ptr<Worker>> Worker::create(Context& context, const WorkerPar
 
 Worker::~Worker() {
   close_rndv();
+  remote_staging_->close();
   if (eps_.size() > reply_eps_.size()) {
     MC_LOG(error) << "ucp: worker destroyed with " << eps_.size() - reply_eps_.size()
                   << " endpoint(s) alive";
@@ -64,6 +69,7 @@ Worker::~Worker() {
   }
   active_.clear();
   rndv_recvs_.clear();
+  remote_staging_.reset();
   reply_eps_.clear();
   memtype_eps_.clear();
   ifaces_.clear();
@@ -181,6 +187,7 @@ unsigned Worker::progress() {
                   active_.end());
   }
   if (!rndv_recvs_.empty()) reap_rndv_recvs();
+  if (!remote_staging_->idle()) events += remote_staging_->progress();
   return events;
 }
 
@@ -263,6 +270,16 @@ void Worker::set_uct_am_handlers(uct::Iface& iface) {
     on_am_ats(data, length);
     return Status::Ok;
   });
+  (void)iface.set_am_handler(proto::kAmIdStagingRequest,
+                             [this](const void* data, size_t length, unsigned) {
+                               remote_staging_->on_request(data, length);
+                               return Status::Ok;
+                             });
+  (void)iface.set_am_handler(proto::kAmIdStagingDone,
+                             [this](const void* data, size_t length, unsigned) {
+                               remote_staging_->on_done(data, length);
+                               return Status::Ok;
+                             });
 }
 
 void Worker::on_am_single(const void* data, size_t length) {

@@ -169,6 +169,7 @@ EpProtocols EpProtocols::build(const wireup::LaneSelection& sel,
     if (!direct)
       e.staging_[m] = plan_staging(local, mem, params.frag_size[m], params.staging_depth);
   }
+  e.remote_staging_ = sel.am_lane >= 0;
   return e;
 }
 
@@ -226,6 +227,10 @@ void EpProtocols::print(std::ostream& os) const {
     os << " with a registered " << uct::mem_type_name(mem) << " buffer:\n";
     for (Op op : {Op::Put, Op::Get, Op::Am}) table(op, true, mem).print(os);
   }
+  os << " a peer's memory no lane reaches (its GPU memory): put, get: "
+     << (remote_staging_ ? "remote staging (the peer stages it through its bounce buffers; "
+                           "request and completion over the am lane)\n"
+                         : "unsupported (no am lane for remote staging)\n");
 }
 
 }  // namespace mc::ucp::proto

@@ -56,6 +56,11 @@ class EpProtocols {
   /// lane can access that memory, a memory-type transport can, and the host
   /// registered table of `op` has a protocol. Null otherwise.
   const Staging* staging(Op op, uct::MemType mem) const;
+  /// Whether a put or get of a peer's memory that no lane's key reaches
+  /// (its GPU memory over tcp or sm) can go by "remote staging": the peer
+  /// stages it through its own bounce buffers, asked and answered over the
+  /// active-message lane (set when there is one).
+  bool remote_staging() const { return remote_staging_; }
 
   /// Builds the tables from a lane selection over `local` resources. Pure.
   static EpProtocols build(const wireup::LaneSelection& sel,
@@ -65,6 +70,7 @@ class EpProtocols {
  private:
   ProtoTable tables_[3][kProtoMemTypes][2];         ///< op, memory type, registered
   std::optional<Staging> staging_[kProtoMemTypes];  ///< by memory type (put and get)
+  bool remote_staging_ = false;
 };
 
 /// How memory of type `mem` is staged: the first enabled resource of `local`

@@ -315,8 +315,12 @@ int TransferEngine::Impl::register_memory(const std::vector<BufferEntry>& entrie
       break;
     }
     const unsigned access = remote_accessible ? uct::kAccessAll : uct::kAccessLocal;
+    // GPU memory is registered only where an md takes it (cuda_copy, ib by
+    // dma-buf); peers whose lanes reach none have UCP stage it here.
+    const uct::MemType mem =
+        buf->location.starts_with("cuda:") ? uct::MemType::Cuda : uct::MemType::Unknown;
     Result<std::unique_ptr<ucp::MemHandle>> memh =
-        ucp::MemHandle::map(*context_, e.addr, e.length, access);
+        ucp::MemHandle::map(*context_, e.addr, e.length, access, mem);
     if (!memh.ok()) {
       MC_LOG(error) << "transfer engine: cannot register " << hex(e.addr) << ": " << memh.status();
       rc = static_cast<int>(memh.status());
