@@ -3,11 +3,11 @@
 // libcuda, so they load (and register host memory only) without a GPU.
 #include "uct/ib/base/cuda_driver.h"
 
-#include <dlfcn.h>
-
 #include <map>
 #include <memory>
 #include <mutex>
+
+#include "uct/base/dl_lib.h"
 
 namespace mc::uct::ib {
 
@@ -18,38 +18,26 @@ struct Loaded {
   std::string why;  // empty when usable
 };
 
-template <typename Fn>
-bool bind(void* lib, const std::string& library, const char* symbol, Fn* out, std::string* why) {
-  void* p = dlsym(lib, symbol);
-  if (!p) {
-    *why = library + " lacks symbol " + symbol;
-    return false;
-  }
-  *out = reinterpret_cast<Fn>(p);
-  return true;
-}
-
 std::unique_ptr<Loaded> load(const std::string& library) {
   auto l = std::make_unique<Loaded>();
-  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string dl_error;
+  void* lib = dl_open(library, &dl_error);
   if (!lib) {
-    const char* e = dlerror();
-    l->why = library + " not found: " + (e ? e : "dlopen failed");
+    l->why = library + " not found: " + dl_error;
     return l;
   }
   CudaDriverOps& o = l->ops;
   o.library = library;
-  const bool ok = bind(lib, library, "cuInit", &o.init, &l->why) &&
-                  bind(lib, library, "cuGetErrorName", &o.get_error_name, &l->why) &&
-                  bind(lib, library, "cuPointerGetAttribute", &o.pointer_get_attribute, &l->why);
+  const bool ok = dl_bind(lib, library, "cuInit", &o.init, &l->why) &&
+                  dl_bind(lib, library, "cuGetErrorName", &o.get_error_name, &l->why) &&
+                  dl_bind(lib, library, "cuPointerGetAttribute", &o.pointer_get_attribute, &l->why);
   if (!ok) {
     dlclose(lib);
     return l;
   }
   // Optional: a driver before CUDA 11.7 has no dma-buf export.
   o.mem_get_handle_for_address_range =
-      reinterpret_cast<decltype(o.mem_get_handle_for_address_range)>(
-          dlsym(lib, "cuMemGetHandleForAddressRange"));
+      dl_find<decltype(o.mem_get_handle_for_address_range)>(lib, "cuMemGetHandleForAddressRange");
   const cu::Result rc = o.init(0);
   if (rc != cu::kSuccess) {
     l->why = "cuInit: " + o.error_name(rc);
