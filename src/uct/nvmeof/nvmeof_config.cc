@@ -20,7 +20,20 @@ const ucs::config::Table& nvmeof_config_table() {
              "Open files with O_DIRECT as well, and use it for every operation whose file "
              "offset, lengths and memory addresses are multiples of the file's block size; the "
              "others, and files whose file system refuses O_DIRECT, use the page cache.",
-             &NvmeofConfig::direct_io, ucs::config::bool_parser())});
+             &NvmeofConfig::direct_io, ucs::config::bool_parser()),
+       field("CUFILE", "auto",
+             "How GPU (CUDA device) memory moves to and from files: auto (cuFile, GPUDirect "
+             "Storage, when MC_NVMEOF_CUFILE_LIB loads and its driver opens; otherwise through "
+             "the worker's pinned host bounce buffers), on (cuFile only: when it cannot be used, "
+             "GPU memory <-> file transfers fail with the reason instead of being staged) or off "
+             "(always the bounce buffers). mc_info -d says whether cuFile is in use, or why not.",
+             &NvmeofConfig::cufile,
+             ucs::config::enum_parser<CufileMode>(
+                 {{"auto", CufileMode::Auto}, {"on", CufileMode::On}, {"off", CufileMode::Off}})),
+       field("CUFILE_LIB", "libcufile.so.0",
+             "The cuFile library MC_NVMEOF_CUFILE loads at run time (dlopen: a name searched as "
+             "usual, or a path); mc is built without cufile.h.",
+             &NvmeofConfig::cufile_lib, ucs::config::string_parser())});
   return table;
 }
 

@@ -3,15 +3,21 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "ucs/config/table.h"
 
 namespace mc::uct::nvmeof {
 
+/// Whether GPU memory moves through cuFile (MC_NVMEOF_CUFILE).
+enum class CufileMode { Auto, On, Off };
+
 struct NvmeofConfig {
-  uint64_t queue_depth;  ///< file operations in flight per iface
-  bool io_uring;         ///< io_uring; off: preadv/pwritev in progress()
-  bool direct_io;        ///< O_DIRECT when offset, sizes and addresses are aligned
+  uint64_t queue_depth;    ///< file operations in flight per iface
+  bool io_uring;           ///< io_uring; off: preadv/pwritev in progress()
+  bool direct_io;          ///< O_DIRECT when offset, sizes and addresses are aligned
+  CufileMode cufile;       ///< MC_NVMEOF_CUFILE
+  std::string cufile_lib;  ///< MC_NVMEOF_CUFILE_LIB
 };
 
 const ucs::config::Table& nvmeof_config_table();

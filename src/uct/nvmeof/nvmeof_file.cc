@@ -79,8 +79,19 @@ Result<std::shared_ptr<NvmeofFile>> NvmeofFile::open(const std::string& path, bo
 }
 
 NvmeofFile::~NvmeofFile() {
+  if (cufile_handle_) cufile_->handle_deregister(cufile_handle_);
   if (direct_fd_ >= 0) ::close(direct_fd_);
   if (fd_ >= 0) ::close(fd_);
+}
+
+cufile::Handle NvmeofFile::cufile_handle(const std::shared_ptr<const Cufile>& cufile,
+                                         std::string* why) {
+  if (cufile_handle_) return cufile_handle_;
+  // cuFile moves data directly only on an O_DIRECT descriptor; on a
+  // buffered one it uses its compatibility mode.
+  cufile_handle_ = cufile->handle_register(has_direct() ? direct_fd_ : fd_, why);
+  if (cufile_handle_) cufile_ = cufile;
+  return cufile_handle_;
 }
 
 Result<uint64_t> NvmeofFile::size() const {

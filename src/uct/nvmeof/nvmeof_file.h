@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ucs/status/status.h"
+#include "uct/nvmeof/nvmeof_cufile.h"
 
 namespace mc::uct::nvmeof {
 
@@ -48,6 +49,11 @@ class NvmeofFile {
   /// The descriptor to use: the O_DIRECT one when `direct`.
   int fd(bool direct) const { return direct ? direct_fd_ : fd_; }
 
+  /// The file's cuFile handle: registered (cuFileHandleRegister, the
+  /// O_DIRECT descriptor when there is one) at the first call, kept until
+  /// the file closes. Null with `*why` set when registration fails.
+  cufile::Handle cufile_handle(const std::shared_ptr<const Cufile>& cufile, std::string* why);
+
  private:
   NvmeofFile() = default;
 
@@ -58,6 +64,8 @@ class NvmeofFile {
   int direct_fd_ = -1;
   size_t alignment_ = 4096;
   uint64_t open_size_ = 0;
+  std::shared_ptr<const Cufile> cufile_;  // set with cufile_handle_
+  cufile::Handle cufile_handle_ = nullptr;
 };
 
 }  // namespace mc::uct::nvmeof

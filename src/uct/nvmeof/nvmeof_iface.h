@@ -3,6 +3,8 @@
 // file, get_zcopy reads a file into local memory; remote_addr is the offset.
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +17,16 @@
 #include "uct/nvmeof/nvmeof_md.h"
 
 namespace mc::uct::nvmeof {
+
+/// A transfer between GPU memory and a file, run through cuFile from progress().
+struct CufileRequest {
+  cufile::Handle fh = nullptr;
+  bool write = false;
+  uint64_t offset = 0;     ///< file offset of the first byte
+  std::vector<iovec> iov;  ///< GPU memory
+  std::string path;        ///< for error messages
+  std::function<void(Status)> done;
+};
 
 class NvmeofIface : public Iface {
  public:
@@ -36,6 +48,9 @@ class NvmeofIface : public Iface {
   /// starts the transfer between `iov` and the file. InvalidParam (logged)
   /// when the range lies outside the registered or the current file length,
   /// the rkey does not allow `access` or names a file of another host.
+  /// GPU memory (an iov whose memh has mem_type() Cuda) goes through cuFile:
+  /// Unsupported (logged with why) when cuFile is not in use, IoError when
+  /// the file cannot be registered with it.
   Status post(bool write, const Iov* iov, size_t iov_count, uint64_t offset, const Rkey& rkey,
               Completion* comp, const std::shared_ptr<OpCounter>& ep_ops);
 
@@ -43,6 +58,10 @@ class NvmeofIface : public Iface {
 
  private:
   Result<std::shared_ptr<NvmeofFile>> file_for(const NvmeofRkey& rkey, bool write);
+  Status post_cufile(bool write, const Iov* iov, size_t iov_count, uint64_t offset,
+                     const std::shared_ptr<NvmeofFile>& file, Completion* comp,
+                     const std::shared_ptr<OpCounter>& ep_ops);
+  unsigned progress_cufile();
   Status check_range(const NvmeofRkey& rkey, const NvmeofFile& file, uint64_t offset, size_t length,
                      bool write) const;
 
@@ -52,6 +71,7 @@ class NvmeofIface : public Iface {
   std::unique_ptr<IoEngine> engine_;
   std::shared_ptr<OpCounter> ops_ = std::make_shared<OpCounter>();
   std::map<std::string, std::shared_ptr<NvmeofFile>> files_;  // by path
+  std::deque<std::unique_ptr<CufileRequest>> cufile_backlog_;
 };
 
 class NvmeofEp : public Endpoint {

@@ -4,6 +4,8 @@
 
 #include <limits.h>
 
+#include <utility>
+
 #include "ucs/datastruct/wire.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
@@ -20,14 +22,38 @@ constexpr size_t kRkeyFixed = 8 + 8 + 4 + 2;
 
 }  // namespace
 
+NvmeofMd::NvmeofMd(NvmeofConfig config) : config_(std::move(config)) {
+  if (config_.cufile == CufileMode::Off) {
+    cufile_why_ = "off by MC_NVMEOF_CUFILE";
+  } else {
+    cufile_ = Cufile::open(config_.cufile_lib, &cufile_why_);
+  }
+  if (cufile_) {
+    MC_LOG(info) << "nvmeof: cuFile: " << config_.cufile_lib
+                 << " loaded, driver open: GPU memory moves to and from files directly";
+  } else if (config_.cufile == CufileMode::On) {
+    MC_LOG(error) << "nvmeof: cuFile cannot be used (" << cufile_why_
+                  << ") and MC_NVMEOF_CUFILE=on: GPU memory <-> file transfers will fail";
+  } else {
+    MC_LOG(info) << "nvmeof: cuFile not used (" << cufile_why_
+                 << "): GPU memory goes through host bounce buffers";
+  }
+}
+
 MdAttr NvmeofMd::query() const {
   MdAttr attr;
   attr.flags = kMdNeedRkey | kMdRegFile;
   attr.reg_mem_types = mem_type_bit(MemType::File);
-  attr.access_mem_types = mem_type_bit(MemType::Host);
+  attr.access_mem_types =
+      mem_type_bit(MemType::Host) | (access_gpu() ? mem_type_bit(MemType::Cuda) : 0);
   attr.detect_mem_types = 0;
   attr.reg_cost = LinearFunc{20e-6, 0};  // open + fstat (+ an O_DIRECT open)
   attr.rkey_packed_size = rkey_envelope_size(name_) + kRkeyFixed + PATH_MAX;
+  attr.notes.push_back(cufile_ ? "cuFile: " + config_.cufile_lib + " loaded, driver open"
+                               : "cuFile: not used (" + cufile_why_ + ")" +
+                                     (config_.cufile == CufileMode::On
+                                          ? "; MC_NVMEOF_CUFILE=on: GPU transfers fail"
+                                          : "; GPU memory goes through host bounce buffers"));
   return attr;
 }
 

@@ -8,6 +8,7 @@
 
 #include "uct/api/md.h"
 #include "uct/nvmeof/nvmeof_config.h"
+#include "uct/nvmeof/nvmeof_cufile.h"
 #include "uct/nvmeof/nvmeof_file.h"
 
 namespace mc::uct::nvmeof {
@@ -34,7 +35,9 @@ class NvmeofRkey : public Rkey {
 
 class NvmeofMd : public MemoryDomain {
  public:
-  explicit NvmeofMd(NvmeofConfig config) : config_(config) {}
+  /// Loads cuFile unless MC_NVMEOF_CUFILE=off; the outcome is logged and
+  /// is one of query()'s notes.
+  explicit NvmeofMd(NvmeofConfig config);
 
   const std::string& name() const override { return name_; }
   MdAttr query() const override;
@@ -49,10 +52,19 @@ class NvmeofMd : public MemoryDomain {
   Result<std::unique_ptr<Rkey>> rkey_unpack(std::span<const uint8_t> packed) const override;
 
   const NvmeofConfig& config() const { return config_; }
+  /// cuFile with its driver open, or null: GPU memory is not accessed.
+  const std::shared_ptr<const Cufile>& cufile() const { return cufile_; }
+  /// Why cuFile is not used (empty when it is).
+  const std::string& cufile_why() const { return cufile_why_; }
+  /// GPU memory is accessed: cuFile is in use, or MC_NVMEOF_CUFILE=on
+  /// (without cuFile, GPU transfers then fail with cufile_why()).
+  bool access_gpu() const { return cufile_ || config_.cufile == CufileMode::On; }
 
  private:
   const std::string name_ = "nvmeof";
   NvmeofConfig config_;
+  std::shared_ptr<const Cufile> cufile_;
+  std::string cufile_why_;
 };
 
 }  // namespace mc::uct::nvmeof
