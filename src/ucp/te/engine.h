@@ -234,6 +234,9 @@ class TransferEngine::Impl {
   std::unique_ptr<uct::Iface> file_iface_;
   std::unique_ptr<uct::Endpoint> file_ep_;
   size_t file_inflight_ = 0;  ///< file tasks PENDING (also counted in inflight_)
+  /// Memory the nvmeof iface moves itself (its access_mem_types): GPU memory
+  /// in it goes to files directly (cuFile), other GPU memory is staged.
+  uct::MemTypeMask file_mem_types_ = uct::mem_type_bit(uct::MemType::Host);
   std::thread progress_thread_;
 };
 

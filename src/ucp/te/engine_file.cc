@@ -8,7 +8,9 @@
 // process; tasks are split at file boundaries (and at the transport's
 // largest request) into put/get zcopy on the nvmeof endpoint, progressed by
 // the progress thread. The owner's CPU takes no part: the file is mounted
-// here. GPU memory goes through host bounce buffers (engine_file_staged.cc).
+// here. GPU memory goes the same way when the nvmeof iface accesses it
+// (cuFile: its access_mem_types has Cuda), else through host bounce buffers
+// (engine_file_staged.cc).
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,7 +65,13 @@ Status TransferEngine::Impl::open_file_transport() {
   MC_ASSIGN_OR_RETURN(std::unique_ptr<uct::Iface> iface, md->iface_open(params));
   MC_ASSIGN_OR_RETURN(std::unique_ptr<uct::Endpoint> ep,
                       iface->ep_create(iface->device_address(), iface->iface_address()));
+  const uct::MemTypeMask mem_types = iface->query().access_mem_types;
+  MC_LOG(info) << "transfer engine: file segments: GPU memory "
+               << ((mem_types & uct::mem_type_bit(uct::MemType::Cuda))
+                       ? "moves directly (nvmeof with cuFile)"
+                       : "goes through host bounce buffers (nvmeof without cuFile: mc_info -d)");
   std::lock_guard<std::mutex> lock(mu_);
+  file_mem_types_ = mem_types;
   file_md_ = std::move(md);
   file_iface_ = std::move(iface);
   file_ep_ = std::move(ep);
@@ -164,7 +172,7 @@ bool TransferEngine::Impl::validate_file_locked(const TransferRequest& req,
     }
   }
   // Local memory: host memory is read and written by the nvmeof transport
-  // itself (the CPU / the kernel); GPU memory is staged.
+  // itself (the CPU / the kernel); GPU memory too with cuFile, else staged.
   return validate_file_staging_locked(req, task, why);
 }
 
@@ -174,7 +182,7 @@ void TransferEngine::Impl::post_file_task_locked(Task* task, RemoteSegment& seg)
     finish_locked(task, FAILED);
     return;
   }
-  if (task->file_mem != uct::MemType::Host) {
+  if (!(file_mem_types_ & uct::mem_type_bit(task->file_mem))) {
     post_file_staged_locked(task, seg);
     return;
   }
@@ -196,13 +204,17 @@ void TransferEngine::Impl::post_file_task_locked(Task* task, RemoteSegment& seg)
   task->file_comp.count = static_cast<int>(pieces.size()) + 1;
   inflight_++;
   file_inflight_++;
+  // GPU memory is named by a handle of its type (nvmeof registers no local
+  // memory; it reads the type, for cuFile); read only while posting.
+  const uct::MemHandle gpu(task->req.source, task->req.length, uct::kAccessLocal, task->file_mem);
+  const uct::MemHandle* memh = task->file_mem != uct::MemType::Host ? &gpu : nullptr;
   Status failed = Status::Ok;
   for (const te::FilePiece& p : pieces) {
     if (failed != Status::Ok) {
       uct::completion_update(&task->file_comp, failed);  // not posted
       continue;
     }
-    uct::Iov iov{p.local, p.length, nullptr};
+    uct::Iov iov{p.local, p.length, memh};
     const Status s = write
                          ? file_ep_->put_zcopy(&iov, 1, p.offset, *p.file->rkey, &task->file_comp)
                          : file_ep_->get_zcopy(&iov, 1, p.offset, *p.file->rkey, &task->file_comp);
@@ -233,7 +245,7 @@ void TransferEngine::Impl::on_file_done_locked(Task* task, Status s) {
                 << " of file segment '" << (seg != segments_.end() ? seg->second->name : "?")
                 << "' failed: "
                 << (stop_ && s == Status::Ok ? "engine stopping" : ucs::status_string(s))
-                << (task->file_mem != uct::MemType::Host
+                << (!(file_mem_types_ & uct::mem_type_bit(task->file_mem))
                         ? " (staged through host memory: the log above names the failed copy, "
                           "or the file and the errno)"
                         : " (the nvmeof log above names the file and the errno)");

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// TransferEngine::Impl: file-segment tasks of GPU memory. The nvmeof
-// transport moves host memory only, and cuFile (GPUDirect Storage) is not
-// used (no cufile.h where mc is built), so a task whose local buffer is GPU
-// memory (registered as cuda:N, or detected when not registered) goes
-// through the worker's pinned host bounce buffers: UCP's staging protocol
+// TransferEngine::Impl: file-segment tasks of GPU memory the nvmeof
+// transport cannot move itself (cuFile, GPUDirect Storage, not in use: see
+// MC_NVMEOF_CUFILE). A task whose local buffer is such GPU memory
+// (registered as cuda:N, or detected when not registered) goes through the
+// worker's pinned host bounce buffers: UCP's staging protocol
 // (proto::StagingOp) with the worker's memory-type transport (cuda_copy)
 // copying each fragment, and a FileIoOp writing or reading that fragment's
 // bounce buffer with the nvmeof endpoint. A WRITE copies a fragment
@@ -20,8 +20,9 @@
 
 namespace mc {
 
-// Sets task->file_mem. GPU memory: a memory-type transport must stage it
-// (else INVALID, with why); its bounce pool is made here, once.
+// Sets task->file_mem. GPU memory the nvmeof iface does not access: a
+// memory-type transport must stage it (else INVALID, with why); its bounce
+// pool is made here, once.
 bool TransferEngine::Impl::validate_file_staging_locked(const TransferRequest& req, Task* task,
                                                         std::string* why) {
   std::string location;
@@ -37,14 +38,15 @@ bool TransferEngine::Impl::validate_file_staging_locked(const TransferRequest& r
     mem = worker_->detect_mem_type(req.source, req.length);  // not registered
   }
   task->file_mem = mem;
-  if (mem == uct::MemType::Host) return true;
+  if (file_mem_types_ & uct::mem_type_bit(mem)) return true;  // host, or GPU with cuFile
   const std::string what = location.empty() ? std::string("detected as ") + uct::mem_type_name(mem)
                                             : "registered at " + location;
   Result<ucp::StagingPath> path = worker_->staging_path(mem);
   if (path.status() == Status::Unsupported) {
     *why = "the local buffer is GPU memory (" + what +
            "), which file segments move through host bounce buffers with a memory-type "
-           "transport, and none is enabled (cuda_copy: see MC_TLS and mc_info -d)";
+           "transport (nvmeof does not use cuFile here: mc_info -d), and none is enabled "
+           "(cuda_copy: see MC_TLS and mc_info -d)";
     return false;
   }
   if (!path.ok()) {
