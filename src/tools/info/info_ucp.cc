@@ -119,10 +119,7 @@ int report_address(ucp::Worker& worker, const std::vector<uint8_t>& packed,
     return 1;
   }
   const ucp::ContextConfig& cfg = worker.context().config();
-  wireup::LaneSelectParams params;
-  params.max_rma_rails = cfg.max_rma_rails;
-  params.max_eager_rails = cfg.max_eager_rails;
-  params.mem_numa_node = worker.numa_node();
+  const wireup::LaneSelectParams params = worker.lane_params(*peer);
   const std::vector<wireup::AddressEntry>& remote = peer->ifaces;
   auto reachable = [&worker, &remote](size_t li, size_t ri, std::string* reason) {
     const int k = worker.iface_of(li);

@@ -30,6 +30,7 @@ struct ContextConfig {
   ucs::config::AllowList shm_devices;  ///< MC_SHM_DEVICES: devices of shared-memory transports
   size_t max_rma_rails = 2;            ///< MC_MAX_RMA_RAILS: bandwidth lanes for RMA
   size_t max_eager_rails = 1;          ///< MC_MAX_EAGER_RAILS: bandwidth lanes for active messages
+  size_t loopback_rails = 1;           ///< MC_LOOPBACK_RAILS: tcp rails to a same-namespace peer
   bool proto_info = false;             ///< MC_PROTO_INFO: log lane and protocol choices
   size_t slice_size = 65536;           ///< MC_SLICE_SIZE: multi-lane slice bytes
   uint64_t fragment_ratio = 4;         ///< MC_FRAGMENT_RATIO: tail merge ratio

@@ -136,6 +136,10 @@ class Worker {
 
   /// NUMA node the rails of new endpoints are chosen near; -1: no preference.
   int numa_node() const { return numa_node_; }
+  /// Lane selection's limits for an endpoint to `peer`: the rail knobs, the
+  /// worker's NUMA node, MC_LOOPBACK_RAILS when `peer` shares this network
+  /// namespace.
+  wireup::LaneSelectParams lane_params(const wireup::WorkerAddress& peer) const;
   /// The thread mode in force.
   ThreadMode thread_mode() const { return multi_ ? ThreadMode::Multi : ThreadMode::Single; }
   /// Blocking progress: an epoll fd that becomes readable when an iface with

@@ -74,6 +74,12 @@ const cfg::Table& context_config_table() {
        cfg::field("MAX_EAGER_RAILS", "1",
                   "Most lanes one endpoint spreads the fragments of a large active message over.",
                   &ContextConfig::max_eager_rails, cfg::uint_parser(1, 16)),
+       cfg::field("LOOPBACK_RAILS", "1",
+                  "Most rails of a transport that goes through the kernel's loopback (tcp) to a "
+                  "peer on this host in the same network namespace: every device then routes "
+                  "through lo, and the transport already stripes a large transfer over several "
+                  "connections, so more rails add copies and context switches, not bandwidth.",
+                  &ContextConfig::loopback_rails, cfg::uint_parser(1, 16)),
        cfg::field("PROTO_INFO", "n",
                   "Log, at info level, the lanes and the protocol table chosen for each new "
                   "endpoint, with the rejected candidates and why.",

@@ -129,6 +129,7 @@ std::vector<uint8_t> Worker::address() const {
   std::unique_lock guard = lock();
   wireup::WorkerAddress a;
   a.uuid = uuid_;
+  a.net_identity = ucs::net_identity();
   a.hostname = ucs::host_identity().hostname;
   for (const WorkerIface& wi : ifaces_) {
     const ResourceInfo& r = context_->resources()[wi.resource];

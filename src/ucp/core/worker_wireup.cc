@@ -6,6 +6,7 @@
 #include "ucp/api/endpoint.h"
 #include "ucp/api/worker.h"
 #include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
 
 namespace mc::ucp {
 
@@ -18,10 +19,7 @@ Result<std::unique_ptr<Endpoint>> Worker::ep_create(std::span<const uint8_t> add
     return peer.status();
   }
   const ContextConfig& cfg = context_->config();
-  wireup::LaneSelectParams params;
-  params.max_rma_rails = cfg.max_rma_rails;
-  params.max_eager_rails = cfg.max_eager_rails;
-  params.mem_numa_node = numa_node_;
+  const wireup::LaneSelectParams params = lane_params(*peer);
   const std::vector<wireup::AddressEntry>& remote = peer->ifaces;
   auto reachable = [this, &remote](size_t li, size_t ri, std::string* reason) {
     const int k = iface_of(li);
@@ -47,6 +45,16 @@ Result<std::unique_ptr<Endpoint>> Worker::ep_create(std::span<const uint8_t> add
     MC_LOG(info) << os.str();
   }
   return ep;
+}
+
+wireup::LaneSelectParams Worker::lane_params(const wireup::WorkerAddress& peer) const {
+  const ContextConfig& cfg = context_->config();
+  wireup::LaneSelectParams params;
+  params.max_rma_rails = cfg.max_rma_rails;
+  params.max_eager_rails = cfg.max_eager_rails;
+  params.mem_numa_node = numa_node_;
+  if (peer.net_identity == ucs::net_identity()) params.loopback_rails = cfg.loopback_rails;
+  return params;
 }
 
 std::shared_ptr<const proto::EpProtocols> Worker::protocols_for(const wireup::LaneSelection& sel) {

@@ -4,7 +4,7 @@
 // Wire format, little-endian:
 //   u32 magic 0x4157434d ("MCWA") | u8 version | u8 reserved (0) |
 //   u16 iface count | u32 body length (bytes after this field) |
-//   u64 uuid | str hostname |
+//   u64 uuid | u64 network identity | str hostname |
 //   count x { u16 entry length (bytes after this field) |
 //             str component | str md | str tl | str device | u8 device type |
 //             blob device address | blob iface address |
@@ -102,6 +102,7 @@ std::vector<uint8_t> address_pack(const WorkerAddress& address) {
   std::vector<uint8_t> body;
   ucs::WireWriter b(&body);
   b.u64(address.uuid);
+  b.u64(address.net_identity);
   b.str(address.hostname);
   for (const AddressEntry& e : address.ifaces) {
     const std::vector<uint8_t> entry = pack_entry(e);
@@ -146,6 +147,7 @@ ucs::Result<WorkerAddress> address_unpack(std::span<const uint8_t> packed, std::
   }
   WorkerAddress address;
   address.uuid = r.u64();
+  address.net_identity = r.u64();
   address.hostname = r.str();
   for (uint16_t i = 0; i < count; ++i) {
     const uint16_t len = r.u16();

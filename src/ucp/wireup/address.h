@@ -14,7 +14,7 @@
 namespace mc::ucp::wireup {
 
 /// Version written by address_pack(); unpack refuses any other.
-inline constexpr uint8_t kAddressVersion = 1;
+inline constexpr uint8_t kAddressVersion = 2;
 /// Most iface entries one address may carry.
 inline constexpr size_t kMaxAddressIfaces = 64;
 
@@ -45,6 +45,10 @@ struct AddressEntry {
 /// A worker's address: its identity and its ifaces.
 struct WorkerAddress {
   uint64_t uuid = 0;     ///< random per worker
+  /// Digest of the boot id and the network namespace (ucs::net_identity()):
+  /// equal for two workers whose loopback addresses reach each other. 0:
+  /// unknown.
+  uint64_t net_identity = 0;
   std::string hostname;  ///< for messages only
   std::vector<AddressEntry> ifaces;
   bool operator==(const WorkerAddress&) const = default;

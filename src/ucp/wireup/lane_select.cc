@@ -153,6 +153,7 @@ const char* reject_reason_name(RejectReason reason) {
     case RejectReason::RailLimit: return "rail limit";
     case RejectReason::LowBandwidth: return "low bandwidth";
     case RejectReason::SharedMemory: return "shared memory";
+    case RejectReason::Loopback: return "loopback";
   }
   return "?";
 }
@@ -186,8 +187,10 @@ bool near_memory(const Candidate& c, const std::vector<LocalResource>& local, in
 // copies with the same CPUs and memory, so tcp over lo adds no bandwidth and
 // its share of a transfer finishes last.
 std::vector<size_t> pick_rails(LaneSelection* sel, const std::vector<LocalResource>& local,
-                               std::vector<size_t> idx, size_t max, const char* role, int mem_node,
-                               bool shm_alone = false) {
+                               std::vector<size_t> idx, size_t max, const char* role,
+                               const LaneSelectParams& p, bool shm_alone = false,
+                               size_t loopback_before = 0) {
+  const int mem_node = p.mem_numa_node;
   std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
     const Candidate &ca = sel->candidates[a], &cb = sel->candidates[b];
     const bool na = near_memory(ca, local, mem_node), nb = near_memory(cb, local, mem_node);
@@ -204,6 +207,13 @@ std::vector<size_t> pick_rails(LaneSelection* sel, const std::vector<LocalResour
            local[sel->candidates[chosen[0]].local].dev_type == uct::DeviceType::Shm &&
            local[c.local].dev_type != uct::DeviceType::Shm;
   };
+  // A peer in this network namespace is reached through the kernel's
+  // loopback whatever the device: more such rails than loopback_rails add
+  // copies, not bandwidth (the transport stripes its own connections).
+  size_t loopback_taken = loopback_before;
+  auto loopback = [&](const Candidate& c) {
+    return local[c.local].attr.kernel_loopback && loopback_taken >= p.loopback_rails;
+  };
   for (int pass = 0; pass < 2; ++pass) {  // first distinct on both sides, then locally
     for (size_t k = 0; k < idx.size() && chosen.size() < max; ++k) {
       const Candidate& c = sel->candidates[idx[k]];
@@ -214,8 +224,9 @@ std::vector<size_t> pick_rails(LaneSelection* sel, const std::vector<LocalResour
           c.bandwidth < sel->candidates[chosen[0]].bandwidth * kMinRailBandwidthRatio) {
         continue;
       }
-      if (beside_shm(c)) continue;
+      if (beside_shm(c) || loopback(c)) continue;
       taken[k] = true;
+      loopback_taken += local[c.local].attr.kernel_loopback ? 1 : 0;
       chosen.push_back(idx[k]);
       local_devs.insert(ldev);
       remote_devs.insert(rdev);
@@ -224,6 +235,14 @@ std::vector<size_t> pick_rails(LaneSelection* sel, const std::vector<LocalResour
   for (size_t k = 0; k < idx.size(); ++k) {
     if (taken[k]) continue;
     const Candidate& c = sel->candidates[idx[k]];
+    if (loopback(c)) {
+      sel->rejections.push_back(
+          {c.name, role, RejectReason::Loopback,
+           "the peer shares this network namespace, so every device goes through the kernel's "
+           "loopback, and MC_LOOPBACK_RAILS=" +
+               std::to_string(p.loopback_rails) + " such rail(s) are chosen"});
+      continue;
+    }
     const double best = sel->candidates[chosen[0]].bandwidth;
     if (c.bandwidth < best * kMinRailBandwidthRatio) {
       sel->rejections.push_back({c.name, role, RejectReason::LowBandwidth,
@@ -273,7 +292,7 @@ void select_rma(LaneSelection* sel, const std::vector<LocalResource>& local,
     }
   }
   if (bw.empty()) return;
-  for (size_t cand : pick_rails(sel, local, bw, p.max_rma_rails, "rma-bw", p.mem_numa_node,
+  for (size_t cand : pick_rails(sel, local, bw, p.max_rma_rails, "rma-bw", p,
                                 /*shm_alone=*/true)) {
     sel->rma_bw_lanes.push_back(add_lane(sel, cand, kLaneRmaBw));
   }
@@ -292,8 +311,10 @@ void select_am_rails(LaneSelection* sel, const std::vector<LocalResource>& local
     }
   }
   if (others.empty()) return;
-  for (size_t cand :
-       pick_rails(sel, local, others, p.max_eager_rails - 1, "am-bw", p.mem_numa_node)) {
+  // The am lane is the first rail.
+  const size_t loopback = local[sel->candidates[am_cand].local].attr.kernel_loopback ? 1 : 0;
+  for (size_t cand : pick_rails(sel, local, others, p.max_eager_rails - 1, "am-bw", p,
+                                /*shm_alone=*/false, loopback)) {
     sel->am_bw_lanes.push_back(add_lane(sel, cand, kLaneAmBw));
   }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -44,6 +45,10 @@ struct LaneSelectParams {
   /// of that node come first, the others only when rails are left; -1: no
   /// preference (the topology is unknown).
   int mem_numa_node = -1;
+  /// Most rails on resources whose traffic goes through the kernel's
+  /// loopback (IfaceAttr::kernel_loopback): MC_LOOPBACK_RAILS when the peer
+  /// shares this network namespace, else no limit.
+  size_t loopback_rails = SIZE_MAX;
 };
 
 /// What a lane is used for; a lane may have several roles.
@@ -94,7 +99,8 @@ enum class RejectReason {
   SameDevice,
   RailLimit,
   LowBandwidth,
-  SharedMemory  ///< a network rail beside a shared-memory one
+  SharedMemory,  ///< a network rail beside a shared-memory one
+  Loopback       ///< another loopback rail to a peer in this network namespace
 };
 
 /// "filtered", "unreachable", ...

@@ -74,6 +74,13 @@ uint64_t boot_id_hash() {
   return h;
 }
 
+uint64_t net_identity() {
+  uint64_t h = boot_id_hash();
+  const uint64_t ns = host_identity().net_ns;
+  for (int i = 0; i < 8; ++i) h = (h ^ ((ns >> (8 * i)) & 0xff)) * 1099511628211ull;
+  return h ? h : 1;
+}
+
 size_t page_size() {
   static const size_t size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   return size;

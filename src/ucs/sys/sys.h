@@ -31,6 +31,10 @@ const HostIdentity& host_identity();
 /// A 64-bit digest of the boot id, for compact packed addresses.
 uint64_t boot_id_hash();
 
+/// A 64-bit digest of the boot id and the network namespace: two processes
+/// with equal values reach each other's loopback addresses (never 0).
+uint64_t net_identity();
+
 /// The system page size in bytes.
 size_t page_size();
 

@@ -96,6 +96,10 @@ struct IfaceAttr {
   size_t iface_addr_len = 0;
   size_t ep_addr_len = 0;
   MemTypeMask access_mem_types = mem_type_bit(MemType::Host);  ///< memory ops may touch
+  /// Between two processes in one network namespace every device of this
+  /// transport goes through the kernel's loopback (tcp): a second rail to
+  /// such a peer adds copies, not bandwidth (UCP's MC_LOOPBACK_RAILS).
+  bool kernel_loopback = false;
 };
 
 /// Memory-domain capabilities.

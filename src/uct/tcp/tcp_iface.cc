@@ -215,6 +215,7 @@ IfaceAttr TcpIface::query() const {
   attr.bandwidth = Bandwidth{0, link_.bandwidth};
   attr.overhead = 2e-6;  // a system call or two per operation
   attr.priority = 0;
+  attr.kernel_loopback = true;
   attr.device_addr_len = wire::kDeviceAddrSize;
   attr.iface_addr_len = wire::kIfaceAddrSize;
   attr.ep_addr_len = 0;

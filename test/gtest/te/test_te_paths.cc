@@ -30,6 +30,7 @@ class TePaths : public testing::Test {
     if (!mc::test::second_device(&dev_, &addr)) GTEST_SKIP() << "no second network device is up";
     env_ = {{"MC_TLS", "tcp"},
             {"MC_NET_DEVICES", "lo," + dev_},
+            {"MC_LOOPBACK_RAILS", "2"},  // two rails, though the peer is in this namespace
             {"MC_TRANSFER_TIMEOUT", "30s"},
             {"MC_TOPO_PRIORITY_MATRIX", "cpu:0=" + dev_}};
   }

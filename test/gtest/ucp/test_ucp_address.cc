@@ -19,6 +19,7 @@ using wireup::WorkerAddress;
 WorkerAddress sample_address() {
   WorkerAddress a;
   a.uuid = 0x0123456789abcdefull;
+  a.net_identity = 0xfedcba9876543210ull;
   a.hostname = "node-a";
   AddressEntry tcp{"tcp",
                    "tcp",

@@ -37,6 +37,7 @@ TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
       ucs::config::Sources::from({{"MC_TLS", "tcp"},
                                   {"MC_NET_DEVICES", "lo," + dev},
                                   {"MC_MAX_RMA_RAILS", "2"},
+                                  {"MC_LOOPBACK_RAILS", "2"},
                                   {"MC_TRANSFER_TIMEOUT", "60s"},
                                   // The cut lane stays failed for the check
                                   // below, however slow the put (sanitizers):

@@ -80,6 +80,7 @@ class UcpLaneReconnect : public testing::Test {
     env_ = {{"MC_TLS", "tcp"},
             {"MC_NET_DEVICES", "lo," + dev_},
             {"MC_MAX_RMA_RAILS", "2"},
+            {"MC_LOOPBACK_RAILS", "2"},  // both rails, though the peer is in this namespace
             {"MC_TRANSFER_TIMEOUT", "60s"}};
   }
 

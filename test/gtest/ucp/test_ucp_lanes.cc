@@ -131,6 +131,38 @@ TEST(UcpLanes, SharedMemoryTakesNoNetworkRailBesideIt) {
   EXPECT_EQ(s.rma_bw_lanes.size(), 2u);
 }
 
+TEST(UcpLanes, PeerInThisNetworkNamespaceGetsOneLoopbackRail) {
+  // tcp on lo and on eth0 to a peer in this network namespace: both routes
+  // are the kernel's loopback, so one rail unless MC_LOOPBACK_RAILS allows more.
+  std::vector<LocalResource> local = {nic("lo", 10e-6, 4e9, "tcp"), nic("eth0", 10e-6, 4e9, "tcp")};
+  for (LocalResource& l : local) l.attr.kernel_loopback = true;
+  std::vector<AddressEntry> remote = {peer_of(local[0]), peer_of(local[1])};
+  LaneSelectParams p;
+  p.max_rma_rails = 2;
+  EXPECT_EQ(select_lanes(local, remote, same_fabric(local, remote), p).rma_bw_lanes.size(), 2u)
+      << "a peer elsewhere (no limit) gets both rails";
+  p.loopback_rails = 1;
+  LaneSelection s = select_lanes(local, remote, same_fabric(local, remote), p);
+  ASSERT_EQ(s.rma_bw_lanes.size(), 1u);
+  bool said = false;
+  for (const Rejection& r : s.rejections) {
+    said |= r.role == "rma-bw" && r.reason == RejectReason::Loopback &&
+            r.detail.find("MC_LOOPBACK_RAILS=1 such") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+  // Transports that do not go through the kernel (an RDMA NIC loops back in
+  // hardware) keep their rails.
+  for (LocalResource& l : local) l.attr.kernel_loopback = false;
+  EXPECT_EQ(select_lanes(local, remote, same_fabric(local, remote), p).rma_bw_lanes.size(), 2u);
+  // Eager rails too: the am lane counts as the first loopback rail.
+  for (LocalResource& l : local) l.attr.kernel_loopback = true;
+  p.max_eager_rails = 2;
+  s = select_lanes(local, remote, same_fabric(local, remote), p);
+  EXPECT_EQ(s.am_bw_lanes.size(), 1u);
+  p.loopback_rails = 2;
+  EXPECT_EQ(select_lanes(local, remote, same_fabric(local, remote), p).am_bw_lanes.size(), 2u);
+}
+
 TEST(UcpLanes, RejectionsKeepTheirReasons) {
   std::vector<LocalResource> local = {nic("nic0", 1e-6, 12.5e9), nic("nic1", 1e-6, 12.5e9),
                                       nic("memory", 0.3e-6, 10e9, "sm")};

@@ -27,6 +27,7 @@ class UcpRails : public testing::Test, protected UcpPair {
     ctx_ = make_context({{"MC_TLS", "tcp"},
                          {"MC_NET_DEVICES", "lo," + dev_},
                          {"MC_MAX_RMA_RAILS", "2"},
+                         {"MC_LOOPBACK_RAILS", "2"},
                          {"MC_TRANSFER_TIMEOUT", "60s"},
                          // A cut lane stays failed however slow the test
                          // runs (reconnection has its own tests).
