@@ -137,12 +137,16 @@ TEST_P(UcpRemoteStaging, HostToPeerVramAndBackEverySize) {
     ASSERT_EQ(rma(proto::Op::Put, host.data(), n, base(), *rkey_), Status::Ok);
     // Complete at the target when the request is: no flush needed.
     EXPECT_TRUE(matches(vram(), n, n));
-    if (n < kVram) EXPECT_EQ(vram()[n], 0) << "wrote past";
+    if (n < kVram) {
+      EXPECT_EQ(vram()[n], 0) << "wrote past";
+    }
     fill(vram(), n, n + 1);
     std::memset(host.data(), 0, kVram);
     ASSERT_EQ(rma(proto::Op::Get, host.data(), n, base(), *rkey_), Status::Ok);
     EXPECT_TRUE(matches(host.data(), n, n + 1));
-    if (n < kVram) EXPECT_EQ(host[n], 0) << "read past";
+    if (n < kVram) {
+      EXPECT_EQ(host[n], 0) << "read past";
+    }
   }
   EXPECT_GE(fake_gpu_state().max_queued, 2u) << "the target's pipeline overlapped nothing";
 }
@@ -398,7 +402,9 @@ class UcpRemoteStagingTwoProc : public testing::TestWithParam<std::string> {
     if (pid_ > 0) {
       int st = 0;
       EXPECT_EQ(waitpid(pid_, &st, 0), pid_);
-      if (!killed_) EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+      if (!killed_) {
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+      }
     }
     if (cmd_fd_ >= 0) close(cmd_fd_);
     if (reply_fd_ >= 0) close(reply_fd_);
