@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // A Transfer Engine target's GPU memory over transports that cannot reach
-// it (tcp): the target registers (fake) device memory as cuda:0, which only
+// it (tcp, sm): the target registers (fake) device memory as cuda:0, which only
 // its memory-type md takes; the initiator's WRITE and READ from host memory
 // go by UCP's remote staging (the target stages them through its bounce
 // buffers). Two engines in this process (P2PHANDSHAKE); the GPU is the fake
@@ -98,7 +98,7 @@ TEST_P(TeRemoteVram, WriteAndReadTargetCudaMemory) {
   for (size_t i = 0; i < kVram - 8; ++i) ASSERT_EQ(host[i], pattern(4, i + 8)) << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Tl, TeRemoteVram, testing::Values("tcp"));
+INSTANTIATE_TEST_SUITE_P(Tl, TeRemoteVram, testing::Values("tcp", "sm"));
 
 }  // namespace
 }  // namespace mc::te::test
