@@ -208,6 +208,48 @@ TEST_P(UcpRemoteStaging, TargetRefusesWhatIsNotRegisteredAsRemoteAccessible) {
   }
 }
 
+// Forged requests sent as raw UCT active messages: one that does not decode
+// is dropped with why; one that decodes but carries a bad key for the
+// initiator's buffer is refused with why. Nothing is written either way.
+TEST_P(UcpRemoteStaging, ForgedRequestsAreLoggedAndWriteNothing) {
+  mc::test::LogCapture log(google::GLOG_ERROR);
+  ASSERT_GE(ep_->lanes().am_lane, 0);
+  uct::Endpoint* uct_ep = ep_->lane_runtime()[static_cast<size_t>(ep_->lanes().am_lane)].ep;
+  auto send = [uct_ep](std::vector<uint8_t> bytes) {
+    const uct::PackCallback pack = [](void* dest, void* arg) -> size_t {
+      const auto* v = static_cast<const std::vector<uint8_t>*>(arg);
+      std::memcpy(dest, v->data(), v->size());
+      return v->size();
+    };
+    return uct_ep->am_bcopy(proto::kAmIdStagingRequest, pack, &bytes).ok();
+  };
+  std::memset(vram(), 0, kVram);
+  RemoteStagingRequest q;
+  q.op = proto::Op::Put;
+  q.sender_uuid = workers_[0]->uuid();
+  q.request_id = 1000;
+  q.remote_addr = base();
+  q.length = 100;
+  q.host_addr = 0x1000;
+  q.address = workers_[0]->address();
+  q.rkey = {1, 2, 3};
+  std::vector<uint8_t> bad_version = remote_staging_request_pack(q);
+  bad_version[0] = 9;
+  ASSERT_TRUE(send(bad_version));
+  ASSERT_TRUE(send(remote_staging_request_pack(q)));
+  EXPECT_TRUE(
+      spin_until([&] { return log.text().find("packed rkey of 3 bytes") != std::string::npos; },
+                 [&] {
+                   for (auto& w : workers_) w->progress();
+                 },
+                 std::chrono::seconds(10)))
+      << log.text();
+  EXPECT_NE(log.text().find("dropped a remote staging request: remote staging request version 9"),
+            std::string::npos)
+      << log.text();
+  for (size_t i = 0; i < kVram; ++i) ASSERT_EQ(vram()[i], 0) << "written at " << i;
+}
+
 TEST_P(UcpRemoteStaging, CanceledThenTheNextOneWorks) {
   std::vector<uint8_t> host(8 * kFrag);
   fill(host.data(), host.size(), 4);
