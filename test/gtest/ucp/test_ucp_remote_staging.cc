@@ -271,6 +271,37 @@ TEST_P(UcpRemoteStaging, CanceledThenTheNextOneWorks) {
   EXPECT_TRUE(matches(vram(), 1000, 5));
 }
 
+TEST_P(UcpRemoteStaging, CloseForceCancelsAndCloseFlushWaits) {
+  std::vector<uint8_t> host(kVram);
+  fill(host.data(), host.size(), 6);
+  Result<std::shared_ptr<Request>> r = ep_->put_nbx(host.data(), host.size(), base(), *rkey_);
+  ASSERT_TRUE(r.ok());
+  Result<std::shared_ptr<Request>> c = ep_->close(CloseMode::Force);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(wait(*r), Status::Canceled);
+  EXPECT_EQ(wait(*c), Status::Ok);
+  EXPECT_EQ(ep_->put_nbx(host.data(), 8, base(), *rkey_).status(), Status::Canceled);
+  // A new endpoint: a flushing close completes once the target answered.
+  rkey_.reset();
+  Result<std::unique_ptr<Endpoint>> ep = workers_[0]->ep_create(workers_[1]->address());
+  ASSERT_TRUE(ep.ok());
+  ep_ = std::move(*ep);
+  Result<std::vector<uint8_t>> packed = vram_mh_->rkey_pack();
+  ASSERT_TRUE(packed.ok());
+  Result<std::unique_ptr<Rkey>> rk = ep_->rkey_unpack(*packed);
+  ASSERT_TRUE(rk.ok());
+  rkey_ = std::move(*rk);
+  std::memset(vram(), 0, kVram);
+  r = ep_->put_nbx(host.data(), host.size(), base(), *rkey_);
+  ASSERT_TRUE(r.ok());
+  c = ep_->close(CloseMode::Flush);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(wait(*c), Status::Ok);
+  EXPECT_TRUE((*r)->completed());
+  EXPECT_EQ((*r)->status(), Status::Ok);
+  EXPECT_TRUE(matches(vram(), kVram, 6));
+}
+
 INSTANTIATE_TEST_SUITE_P(Tl, UcpRemoteStaging, testing::Values("tcp", "sm"));
 
 TEST(UcpRemoteStagingWire, RequestAndCompletionDecodersCheckEveryField) {
@@ -503,6 +534,10 @@ TEST_P(UcpRemoteStagingTwoProc, PeerKilledMidOperationFailsTheRequest) {
   paused_ = true;               // even when the answer does not come: TearDown kills it
   ASSERT_TRUE(ask('S', 0, 0));  // the child stops serving
   std::vector<uint8_t> host(kVram, 1);
+  // Alive but silent: the request's deadline ends it.
+  RequestParams params;
+  params.timeout = std::chrono::milliseconds(200);
+  EXPECT_EQ(wait(ep_->get_nbx(host.data(), 1000, base_, *rkey_, params)), Status::Timeout);
   Result<std::shared_ptr<Request>> r = ep_->put_nbx(host.data(), host.size(), base_, *rkey_);
   ASSERT_TRUE(r.ok());
   for (int i = 0; i < 100; ++i) worker_->progress();
