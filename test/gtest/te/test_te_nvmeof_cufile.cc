@@ -187,7 +187,9 @@ class TeNvmeofCufile : public testing::Test {
     st = run(TransferRequest::READ, vram() + local, offset, length);
     ASSERT_EQ(st.s, COMPLETED);
     EXPECT_EQ(std::memcmp(vram() + local, v.data(), length), 0);
-    if (local > 0) EXPECT_EQ(vram()[local - 1], 0) << "wrote before";
+    if (local > 0) {
+      EXPECT_EQ(vram()[local - 1], 0) << "wrote before";
+    }
     EXPECT_EQ(vram()[local + length], 0) << "wrote past";
   }
 
