@@ -18,6 +18,7 @@
 #include "ucp/api/context.h"
 #include "ucp/api/request.h"
 #include "ucp/proto/ep_protocols.h"
+#include "ucp/proto/staging_op.h"
 #include "ucp/wireup/address.h"
 #include "ucp/wireup/lane_select.h"
 #include "ucs/async/event_loop.h"
@@ -69,6 +70,12 @@ struct StagingPath {
   /// The worker's bounce buffers of frag_size bytes (shared with its staged
   /// requests; registered with every md that registers host memory).
   std::shared_ptr<proto::StagingPool> pool;
+
+  /// A StagingOp's parameters for `length` bytes between `buffer` and
+  /// `remote_addr` through this path; `user`: the caller's registration of
+  /// `buffer`, if any. The caller adds the network stage.
+  proto::StagingParams params(proto::Op op, void* buffer, size_t length, uint64_t remote_addr,
+                              const MemHandle* user) const;
 };
 
 /// Optional inputs of Worker::create().

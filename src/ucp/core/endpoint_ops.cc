@@ -212,18 +212,7 @@ Result<std::shared_ptr<Request>> Endpoint::rma_staged(proto::Op op, const proto:
                                                       uint64_t remote_addr, const Rkey& rkey,
                                                       const RequestParams& params) {
   MC_ASSIGN_OR_RETURN(StagingPath path, worker_->staging_path(staging));
-  proto::StagingParams p;
-  p.op = op;
-  p.buffer = buffer;
-  p.length = length;
-  p.remote_addr = remote_addr;
-  p.frag_size = path.frag_size;
-  p.depth = path.depth;
-  p.copy_ep = path.copy_ep;
-  p.copy_md = path.copy_md;
-  p.copy_md_index = path.copy_md_index;
-  p.user_memh = params.memh ? params.memh->uct_memh(path.copy_md_index) : nullptr;
-  p.pool = path.pool;
+  proto::StagingParams p = path.params(op, buffer, length, remote_addr, params.memh);
   // The rails are read now, as the caller's copy may go.
   std::shared_ptr<RailPreference> rails = params.rails && !params.rails->empty()
                                               ? std::make_shared<RailPreference>(*params.rails)

@@ -176,17 +176,8 @@ void RemoteStaging::serve(std::span<const uint8_t> bytes) {
   // The target's side of the initiator's put is a staged get (from the
   // initiator's buffer, then into its memory), and the other way round.
   const proto::Op local_op = s->req.op == proto::Op::Put ? proto::Op::Get : proto::Op::Put;
-  proto::StagingParams p;
-  p.op = local_op;
-  p.buffer = reinterpret_cast<void*>(s->req.remote_addr);
-  p.length = s->req.length;
-  p.remote_addr = s->req.host_addr;
-  p.frag_size = path->frag_size;
-  p.depth = path->depth;
-  p.copy_ep = path->copy_ep;
-  p.copy_md = path->copy_md;
-  p.copy_md_index = path->copy_md_index;
-  p.pool = path->pool;
+  proto::StagingParams p = path->params(local_op, reinterpret_cast<void*>(s->req.remote_addr),
+                                        s->req.length, s->req.host_addr, nullptr);
   p.network = s->ep->staging_network(local_op, *s->rkey, &path->pool->memh(), nullptr);
   RequestParams params;
   params.callback = [this, s](Status st) { finish(s, st); };
@@ -260,18 +251,7 @@ Result<std::shared_ptr<Request>> Endpoint::rma_remote_staged(proto::Op op, uct::
   const proto::Staging* staging = protocols_->staging(op, mem);
   if (!staging) return no_protocol(op, mem);
   MC_ASSIGN_OR_RETURN(StagingPath path, worker_->staging_path(*staging));
-  proto::StagingParams p;
-  p.op = op;
-  p.buffer = buffer;
-  p.length = length;
-  p.remote_addr = remote_addr;
-  p.frag_size = path.frag_size;
-  p.depth = path.depth;
-  p.copy_ep = path.copy_ep;
-  p.copy_md = path.copy_md;
-  p.copy_md_index = path.copy_md_index;
-  p.user_memh = params.memh ? params.memh->uct_memh(path.copy_md_index) : nullptr;
-  p.pool = path.pool;
+  proto::StagingParams p = path.params(op, buffer, length, remote_addr, params.memh);
   const MemHandle* bounce_memh = &path.pool->memh();
   p.network = [this, &rs, op, bounce_memh](
                   void* bounce, size_t len,

@@ -46,6 +46,23 @@ Result<StagingPath> Worker::staging_path(uct::MemType mem) {
   return staging_path(*st);
 }
 
+proto::StagingParams StagingPath::params(proto::Op op, void* buffer, size_t length,
+                                         uint64_t remote_addr, const MemHandle* user) const {
+  proto::StagingParams p;
+  p.op = op;
+  p.buffer = buffer;
+  p.length = length;
+  p.remote_addr = remote_addr;
+  p.frag_size = frag_size;
+  p.depth = depth;
+  p.copy_ep = copy_ep;
+  p.copy_md = copy_md;
+  p.copy_md_index = copy_md_index;
+  p.user_memh = user ? user->uct_memh(copy_md_index) : nullptr;
+  p.pool = pool;
+  return p;
+}
+
 Result<StagingPath> Worker::staging_path(const proto::Staging& st) {
   StagingPath p;
   p.resource = st.resource;

@@ -71,18 +71,11 @@ void TransferEngine::Impl::post_file_staged_locked(Task* task, RemoteSegment& se
     on_file_done_locked(task, path.status());
     return;
   }
-  ucp::proto::StagingParams p;
-  p.op = write ? ucp::proto::Op::Put : ucp::proto::Op::Get;
-  p.buffer = task->req.source;
-  p.length = task->req.length;
-  p.remote_addr = task->req.target_offset;  // in the segment's offset space
-  p.frag_size = path->frag_size;
-  p.depth = path->depth;
-  p.copy_ep = path->copy_ep;
-  p.copy_md = path->copy_md;
-  p.copy_md_index = path->copy_md_index;
-  p.user_memh = task->local ? task->local->memh->uct_memh(path->copy_md_index) : nullptr;
-  p.pool = path->pool;
+  // The remote address is in the segment's offset space.
+  ucp::proto::StagingParams p =
+      path->params(write ? ucp::proto::Op::Put : ucp::proto::Op::Get, task->req.source,
+                   task->req.length, task->req.target_offset,
+                   task->local ? task->local->memh.get() : nullptr);
   // The segment and the endpoint outlive the task: a segment with tasks in
   // flight is not closed, nor the nvmeof transport with file tasks.
   p.network = [ep = file_ep_.get(), write, s = &seg, first = task->buffer_index](
