@@ -22,16 +22,6 @@ namespace {
 using ucs::Result;
 using ucs::Status;
 
-uint8_t pattern(uint64_t seed, size_t i) {
-  return static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff);
-}
-
-std::vector<uint8_t> filled(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = pattern(seed, i);
-  return v;
-}
-
 bool have_tl(const std::string& tl) {
   return uct::find_component(tl) != nullptr;
 }

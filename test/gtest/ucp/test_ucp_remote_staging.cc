@@ -34,19 +34,6 @@ using ucs::Status;
 constexpr size_t kFrag = 64 << 10;
 constexpr size_t kVram = 2 << 20;
 
-uint8_t pattern(uint64_t seed, size_t i) {
-  return static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff);
-}
-void fill(uint8_t* p, size_t n, uint64_t seed) {
-  for (size_t i = 0; i < n; ++i) p[i] = pattern(seed, i);
-}
-bool matches(const uint8_t* p, size_t n, uint64_t seed) {
-  for (size_t i = 0; i < n; ++i) {
-    if (p[i] != pattern(seed, i)) return false;
-  }
-  return true;
-}
-
 std::map<std::string, std::string> env_of(const std::string& tl, const std::string& timeout) {
   return {{"MC_TLS", tl + "," + kFakeGpuTl},
           {"MC_NET_DEVICES", "lo"},

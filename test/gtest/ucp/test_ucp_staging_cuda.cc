@@ -26,10 +26,6 @@ using ucs::Status;
 constexpr size_t kFrag = 256 << 10;
 constexpr size_t kMax = 4 << 20;
 
-uint8_t pattern(uint64_t seed, size_t i) {
-  return static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff);
-}
-
 class CudaStaging : public testing::TestWithParam<std::string>, protected UcpPair {
  protected:
   void SetUp() override {

@@ -28,23 +28,6 @@ using ucs::Status;
 constexpr size_t kMax = size_t{8} << 20;
 constexpr uint16_t kAmId = 7;
 
-uint8_t pattern(uint64_t seed, size_t i) {
-  return static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff);
-}
-
-std::vector<uint8_t> filled(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = pattern(seed, i);
-  return v;
-}
-
-bool matches(const uint8_t* p, size_t n, uint64_t seed) {
-  for (size_t i = 0; i < n; ++i) {
-    if (p[i] != pattern(seed, i)) return false;
-  }
-  return true;
-}
-
 bool readable(int fd) {
   pollfd p{fd, POLLIN, 0};
   return poll(&p, 1, 0) > 0;

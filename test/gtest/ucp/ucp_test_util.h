@@ -15,6 +15,28 @@
 
 namespace mc::ucp::test {
 
+/// The test pattern's byte at offset i for `seed`.
+inline uint8_t pattern(uint64_t seed, size_t i) {
+  return static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff);
+}
+/// n bytes of the pattern.
+inline std::vector<uint8_t> filled(size_t n, uint64_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = pattern(seed, i);
+  return v;
+}
+/// Writes n bytes of the pattern at p.
+inline void fill(uint8_t* p, size_t n, uint64_t seed) {
+  for (size_t i = 0; i < n; ++i) p[i] = pattern(seed, i);
+}
+/// Whether the n bytes at p are the pattern.
+inline bool matches(const uint8_t* p, size_t n, uint64_t seed) {
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] != pattern(seed, i)) return false;
+  }
+  return true;
+}
+
 /// A context configured by `env` alone (full names, e.g. "MC_TLS"), read
 /// into `*sources`, which must outlive it, with `components` linked into the
 /// test besides the modules; null when either fails.
