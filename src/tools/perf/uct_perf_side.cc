@@ -2,8 +2,12 @@
 // UctSide: resource lookup, md/iface, buffers, connection.
 #include "tools/perf/uct_perf_side.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "ucs/config/sources.h"
 #include "ucs/log/log.h"
@@ -69,11 +73,31 @@ Result<UctResource> find_uct_resource(const std::string& tl, const std::string& 
   return Status::NoDevice;
 }
 
+namespace {
+
+// The transparent huge page size, 0 when THP is off or unknown.
+size_t thp_size() {
+  static const size_t size = [] {
+    std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string mode;
+    if (!std::getline(enabled, mode) || mode.find("[never]") != std::string::npos) return size_t{0};
+    std::ifstream in("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+    size_t value = 0;
+    return (in >> value) ? value : size_t{0};
+  }();
+  return size;
+}
+
+}  // namespace
+
 AlignedBuffer::AlignedBuffer(size_t length) : length_(length) {
-  const size_t page = ucs::page_size();
-  const size_t rounded = (std::max<size_t>(length, 1) + page - 1) / page * page;
-  data_ = static_cast<uint8_t*>(std::aligned_alloc(page, rounded));
-  if (data_) std::memset(data_, 0, rounded);
+  const size_t thp = thp_size();
+  const size_t align = thp && length >= thp ? thp : ucs::page_size();
+  const size_t rounded = (std::max<size_t>(length, 1) + align - 1) / align * align;
+  data_ = static_cast<uint8_t*>(std::aligned_alloc(align, rounded));
+  if (!data_) return;
+  if (align == thp) (void)madvise(data_, rounded, MADV_HUGEPAGE);  // before the first touch
+  std::memset(data_, 0, rounded);
 }
 
 AlignedBuffer::~AlignedBuffer() {

@@ -37,7 +37,9 @@ Result<UctResource> find_uct_resource(const std::string& tl, const std::string& 
 /// Every transport/device pair the loaded modules offer, "self/memory tcp/lo ...".
 std::string list_uct_resources();
 
-/// Page-aligned, zeroed host memory.
+/// Page-aligned, zeroed host memory; from one transparent huge page up,
+/// aligned to it and advised MADV_HUGEPAGE (ucx_perftest's "thp" allocation,
+/// which it prefers to the heap for transports without an allocator: cma).
 class AlignedBuffer {
  public:
   explicit AlignedBuffer(size_t length);
