@@ -38,6 +38,11 @@ TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
                                   {"MC_NET_DEVICES", "lo," + dev},
                                   {"MC_MAX_RMA_RAILS", "2"},
                                   {"MC_LOOPBACK_RAILS", "2"},
+                                  // One slice in flight per lane: when the
+                                  // first slice lands, the cut lane still has
+                                  // slices waiting, however the threads run
+                                  // (TSan once saw it finish its share first).
+                                  {"MC_SLICES_IN_FLIGHT", "1"},
                                   {"MC_TRANSFER_TIMEOUT", "60s"},
                                   // The cut lane stays failed for the check
                                   // below, however slow the put (sanitizers):
@@ -56,7 +61,7 @@ TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
   ASSERT_TRUE(ep.ok());
   ASSERT_EQ((*ep)->lanes().rma_bw_lanes.size(), 2u) << "two tcp rails expected";
 
-  const size_t n = size_t{256} << 20;
+  const size_t n = size_t{64} << 20;
   std::vector<uint8_t> target(n, 0), src(n);
   for (size_t i = 0; i < n; ++i) src[i] = static_cast<uint8_t>((i * 13 + (i >> 12)) | 1);
   auto tmh = MemHandle::map(**ctx, target.data(), n);
