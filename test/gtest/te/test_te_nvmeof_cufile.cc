@@ -99,23 +99,14 @@ class TeNvmeofCufile : public testing::Test {
     ASSERT_FALSE(url_.empty());
     ASSERT_TRUE(register_file_segment(url_, "gds-seg", "127.0.0.1", {f0_, f1_}));
     fake_gpu_state() = FakeGpuState{};
-    ucs::Result<ucs::config::Sources> sources = ucs::config::Sources::from_process();
-    ASSERT_TRUE(sources.ok());
-    ucs::Result<std::unique_ptr<uct::MemoryDomain>> md =
-        fake_gpu_component()->md_open("fake_gpu", *sources);
-    ASSERT_TRUE(md.ok());
-    md_ = std::move(*md);
-    ucs::Result<std::unique_ptr<uct::MemHandle>> vram =
-        md_->mem_alloc(kTotal + 64, uct::MemType::Cuda, uct::kAccessAll);
-    ASSERT_TRUE(vram.ok());
-    vram_ = std::move(*vram);
+    vram_ = ucp::test::FakeVram::alloc(kTotal + 64);
+    ASSERT_TRUE(vram_) << "fake GPU memory";
   }
 
   void TearDown() override {
     engine_.reset();
     set_test_components({});
     vram_.reset();
-    md_.reset();
     fake_gpu_state() = FakeGpuState{};
   }
 
@@ -162,7 +153,7 @@ class TeNvmeofCufile : public testing::Test {
     return r.size() == 1 ? r[0] : TransferStatus{INVALID, SIZE_MAX};
   }
 
-  uint8_t* vram() const { return static_cast<uint8_t*>(vram_->address()); }
+  uint8_t* vram() const { return vram_->data(); }
 
   std::vector<uint8_t> files() const {
     std::vector<uint8_t> got = nt::read_file(f0_);
@@ -196,8 +187,7 @@ class TeNvmeofCufile : public testing::Test {
   Services services_;
   nt::TempDir dir_;
   std::string f0_, f1_, url_;
-  std::unique_ptr<uct::MemoryDomain> md_;
-  std::unique_ptr<uct::MemHandle> vram_;
+  std::unique_ptr<ucp::test::FakeVram> vram_;
   std::unique_ptr<TransferEngine> engine_;
   SegmentHandle seg_ = -1;
 };

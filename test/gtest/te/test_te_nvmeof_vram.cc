@@ -74,23 +74,14 @@ class TeNvmeofVram : public testing::Test {
     fake_gpu_state() = FakeGpuState{};
     // "Device memory" of a fake md of the test's own; the engine's fake md
     // registers it when it is registered as cuda:0.
-    ucs::Result<ucs::config::Sources> sources = ucs::config::Sources::from_process();
-    ASSERT_TRUE(sources.ok());
-    ucs::Result<std::unique_ptr<uct::MemoryDomain>> md =
-        fake_gpu_component()->md_open("fake_gpu", *sources);
-    ASSERT_TRUE(md.ok());
-    md_ = std::move(*md);
-    ucs::Result<std::unique_ptr<uct::MemHandle>> vram =
-        md_->mem_alloc(kTotal + 64, uct::MemType::Cuda, uct::kAccessAll);
-    ASSERT_TRUE(vram.ok());
-    vram_ = std::move(*vram);
+    vram_ = ucp::test::FakeVram::alloc(kTotal + 64);
+    ASSERT_TRUE(vram_) << "fake GPU memory";
   }
 
   void TearDown() override {
     engine_.reset();
     set_test_components({});
     vram_.reset();
-    md_.reset();
     fake_gpu_state() = FakeGpuState{};
   }
 
@@ -114,7 +105,7 @@ class TeNvmeofVram : public testing::Test {
     return r.size() == 1 ? r[0] : TransferStatus{INVALID, SIZE_MAX};
   }
 
-  uint8_t* vram() const { return static_cast<uint8_t*>(vram_->address()); }
+  uint8_t* vram() const { return vram_->data(); }
 
   // The segment as the files hold it now, read with read().
   std::vector<uint8_t> files() const {
@@ -127,8 +118,7 @@ class TeNvmeofVram : public testing::Test {
   Services services_;
   nt::TempDir dir_;
   std::string f0_, f1_, url_;
-  std::unique_ptr<uct::MemoryDomain> md_;
-  std::unique_ptr<uct::MemHandle> vram_;
+  std::unique_ptr<ucp::test::FakeVram> vram_;
   std::unique_ptr<TransferEngine> engine_;
   SegmentHandle seg_ = -1;
 };

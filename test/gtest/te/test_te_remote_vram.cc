@@ -33,16 +33,8 @@ class TeRemoteVram : public testing::TestWithParam<std::string> {
     fake_gpu_state() = FakeGpuState{};
     // "Device memory" of a fake md of the test's own; the target engine's
     // fake md registers it when it is registered as cuda:0.
-    ucs::Result<ucs::config::Sources> sources = ucs::config::Sources::from_process();
-    ASSERT_TRUE(sources.ok());
-    ucs::Result<std::unique_ptr<uct::MemoryDomain>> md =
-        fake_gpu_component()->md_open("fake_gpu", *sources);
-    ASSERT_TRUE(md.ok());
-    md_ = std::move(*md);
-    ucs::Result<std::unique_ptr<uct::MemHandle>> vram =
-        md_->mem_alloc(kVram, uct::MemType::Cuda, uct::kAccessAll);
-    ASSERT_TRUE(vram.ok());
-    vram_ = std::move(*vram);
+    vram_ = ucp::test::FakeVram::alloc(kVram);
+    ASSERT_TRUE(vram_) << "fake GPU memory";
     set_test_components({fake_gpu_component()});
     ScopedEnv scoped({{"MC_TLS", GetParam() + "," + ucp::test::kFakeGpuTl},
                       {"MC_NET_DEVICES", "lo"},
@@ -61,14 +53,12 @@ class TeRemoteVram : public testing::TestWithParam<std::string> {
     target_.reset();
     set_test_components({});
     vram_.reset();
-    md_.reset();
     fake_gpu_state() = FakeGpuState{};
   }
 
-  uint8_t* vram() const { return static_cast<uint8_t*>(vram_->address()); }
+  uint8_t* vram() const { return vram_->data(); }
 
-  std::unique_ptr<uct::MemoryDomain> md_;
-  std::unique_ptr<uct::MemHandle> vram_;
+  std::unique_ptr<ucp::test::FakeVram> vram_;
   std::unique_ptr<TransferEngine> target_, initiator_;
 };
 

@@ -295,6 +295,21 @@ FakeGpuState& fake_gpu_state() {
   return state;
 }
 
+std::unique_ptr<FakeVram> FakeVram::alloc(size_t length) {
+  ucs::Result<ucs::config::Sources> sources = ucs::config::Sources::from_process();
+  if (!sources.ok()) return nullptr;
+  ucs::Result<std::unique_ptr<uct::MemoryDomain>> md =
+      fake_gpu_component()->md_open("fake_gpu", *sources);
+  if (!md.ok()) return nullptr;
+  std::unique_ptr<FakeVram> v(new FakeVram());
+  v->md_ = std::move(*md);
+  ucs::Result<std::unique_ptr<uct::MemHandle>> mem =
+      v->md_->mem_alloc(length, uct::MemType::Cuda, uct::kAccessAll);
+  if (!mem.ok()) return nullptr;
+  v->mem_ = std::move(*mem);
+  return v;
+}
+
 uct::Component* fake_gpu_component() {
   static FakeComponent component;
   return &component;

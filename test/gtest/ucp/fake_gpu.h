@@ -9,10 +9,12 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "uct/api/component.h"
+#include "uct/api/md.h"
 
 namespace mc::ucp::test {
 
@@ -39,5 +41,21 @@ FakeGpuState& fake_gpu_state();
 /// The component ("fake_gpu", md "fake_gpu"), one per process. Its md's
 /// mem_alloc(n, MemType::Cuda, ...) gives the "device memory".
 uct::Component* fake_gpu_component();
+
+/// "Device memory" of a fake md of the test's own: a context's or an
+/// engine's fake md registers it as cuda memory.
+class FakeVram {
+ public:
+  /// `length` bytes; null when the md or the allocation fails.
+  static std::unique_ptr<FakeVram> alloc(size_t length);
+  ~FakeVram() { mem_.reset(); }  // before its md
+  uint8_t* data() const { return static_cast<uint8_t*>(mem_->address()); }
+  size_t length() const { return mem_->length(); }
+
+ private:
+  FakeVram() = default;
+  std::unique_ptr<uct::MemoryDomain> md_;
+  std::unique_ptr<uct::MemHandle> mem_;
+};
 
 }  // namespace mc::ucp::test
