@@ -23,6 +23,15 @@ constexpr size_t kMaxIov = 64;
 // Linux moves at most 0x7ffff000 bytes per read or write; 1 GiB per operation.
 constexpr size_t kMaxIo = size_t{1} << 30;
 
+// The entries of `iov` that hold bytes.
+std::vector<iovec> non_empty(const Iov* iov, size_t count) {
+  std::vector<iovec> out;
+  for (size_t i = 0; i < count; ++i) {
+    if (iov[i].length > 0) out.push_back(iovec{iov[i].buffer, iov[i].length});
+  }
+  return out;
+}
+
 }  // namespace
 
 NvmeofIface::NvmeofIface(NvmeofMd* md, const NvmeofConfig& config)
@@ -198,24 +207,27 @@ Status NvmeofIface::post(bool write, const Iov* iov, size_t iov_count, uint64_t 
   MC_RETURN_IF_ERROR(check_range(*key, *file, offset, length, write));
   if (gpu > 0) return post_cufile(write, iov, iov_count, offset, file, comp, ep_ops);
   auto req = std::make_unique<IoRequest>();
-  for (size_t i = 0; i < iov_count; ++i) {
-    if (iov[i].length > 0) req->iov.push_back(iovec{iov[i].buffer, iov[i].length});
-  }
+  req->iov = non_empty(iov, iov_count);
   req->fd = file->fd(file->direct_ok(offset, req->iov.data(), req->iov.size()));
   req->write = write;
   req->offset = offset;
   req->length = length;
   req->path = file->path();
   // The file stays open until the request ends, even if the cache drops it.
-  req->done = [file, comp, ep_ops, ops = ops_](Status s) {
+  req->done = track(file, comp, ep_ops);
+  engine_->submit(std::move(req));
+  return Status::InProgress;
+}
+
+std::function<void(Status)> NvmeofIface::track(std::shared_ptr<NvmeofFile> file, Completion* comp,
+                                               const std::shared_ptr<OpCounter>& ep_ops) {
+  ++ep_ops->outstanding;
+  ++ops_->outstanding;
+  return [file = std::move(file), comp, ep_ops, ops = ops_](Status s) {
     ep_ops->done();
     ops->done();
     completion_update(comp, s);
   };
-  ++ep_ops->outstanding;
-  ++ops_->outstanding;
-  engine_->submit(std::move(req));
-  return Status::InProgress;
 }
 
 Status NvmeofIface::post_cufile(bool write, const Iov* iov, size_t iov_count, uint64_t offset,
@@ -232,18 +244,10 @@ Status NvmeofIface::post_cufile(bool write, const Iov* iov, size_t iov_count, ui
   req->fh = fh;
   req->write = write;
   req->offset = offset;
-  for (size_t i = 0; i < iov_count; ++i) {
-    if (iov[i].length > 0) req->iov.push_back(iovec{iov[i].buffer, iov[i].length});
-  }
+  req->iov = non_empty(iov, iov_count);
   req->path = file->path();
   // The file (and its cuFile handle) stays open until the request ends.
-  req->done = [file, comp, ep_ops, ops = ops_](Status s) {
-    ep_ops->done();
-    ops->done();
-    completion_update(comp, s);
-  };
-  ++ep_ops->outstanding;
-  ++ops_->outstanding;
+  req->done = track(file, comp, ep_ops);
   cufile_backlog_.push_back(std::move(req));
   return Status::InProgress;
 }

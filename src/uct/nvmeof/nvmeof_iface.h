@@ -62,6 +62,10 @@ class NvmeofIface : public Iface {
                      const std::shared_ptr<NvmeofFile>& file, Completion* comp,
                      const std::shared_ptr<OpCounter>& ep_ops);
   unsigned progress_cufile();
+  /// Counts an operation on the endpoint and on the iface and returns what
+  /// ends it: the counters, then `comp`; `file` stays open until then.
+  std::function<void(Status)> track(std::shared_ptr<NvmeofFile> file, Completion* comp,
+                                    const std::shared_ptr<OpCounter>& ep_ops);
   Status check_range(const NvmeofRkey& rkey, const NvmeofFile& file, uint64_t offset, size_t length,
                      bool write) const;
 
