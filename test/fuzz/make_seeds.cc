@@ -47,10 +47,12 @@ int ucp_seeds(const fs::path& root) {
 
 void tcp_seeds(const fs::path& root) {
   namespace wire = mc::uct::tcp::wire;
-  for (uint8_t op = 0; op < 8; ++op) {
-    wire::FrameHeader h;
+  for (uint8_t op = 0; op <= static_cast<uint8_t>(wire::Op::Bye); ++op) {
+    wire::FrameHeader h = static_cast<wire::Op>(op) == wire::Op::Hello
+                              ? wire::hello_header(wire::hello_identity(0x7f000001, 15000), 0)
+                              : wire::FrameHeader{};
     h.op = static_cast<wire::Op>(op);
-    h.length = 64;
+    if (h.op != wire::Op::Hello) h.length = 64;
     std::vector<uint8_t> bytes(64);
     wire::encode(h, bytes.data());
     write(root / "fuzz_tcp_wire", "op" + std::to_string(op), bytes);

@@ -33,6 +33,31 @@ constexpr size_t kMaxSendIov = 64;
 
 }  // namespace
 
+void TxFrame::keep_rest() {
+  size_t skip = sent > wire::kHeaderSize ? sent - wire::kHeaderSize : 0;
+  std::vector<uint8_t> rest;
+  for (uint32_t i = 0; i < data_count; ++i) {
+    const auto* p = static_cast<const uint8_t*>(data[i].iov_base);
+    if (skip >= data[i].iov_len) {
+      skip -= data[i].iov_len;
+      continue;
+    }
+    rest.insert(rest.end(), p + skip, p + data[i].iov_len);
+    skip = 0;
+  }
+  owned = std::move(rest);
+  // The header part still to send stays in hdr; the payload sent so far is
+  // accounted as if it were the start of `owned`'s buffer.
+  const size_t payload_sent = total - wire::kHeaderSize - owned.size();
+  data_count = 0;
+  if (payload_sent) {
+    // Entries the sender skips over: never read again, so any non-null base
+    // will do; the owned copy covers the rest.
+    data[data_count++] = iovec{owned.data(), payload_sent};
+  }
+  if (!owned.empty()) data[data_count++] = iovec{owned.data(), owned.size()};
+}
+
 void RxSink::write(const uint8_t* src, size_t n) {
   const size_t start = done;
   done += n;
@@ -101,6 +126,7 @@ TcpConn::~TcpConn() {
 
 Status TcpConn::attach(std::shared_ptr<TcpConn> keep) {
   std::lock_guard guard(*lock_);
+  if (dead_) return Status::Ok;  // closed before it was watched: nothing to watch
   events_ = EPOLLIN | (connecting_ ? EPOLLOUT : 0u);
   if (keep) {
     return loop_->add_fd(fd_, events_, [keep](int, uint32_t events) { keep->on_events(events); });
@@ -214,6 +240,7 @@ bool TcpConn::send_locked(TxFrame& frame) {
       tx_.pop_front();
       return true;
     }
+    if (tx_.front().reply) ++replies_queued_;
     if (n > 0) tx_.front().sent = static_cast<size_t>(n);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
       if (loop_->in_loop_thread()) {
@@ -227,6 +254,7 @@ bool TcpConn::send_locked(TxFrame& frame) {
     update_events_locked();
     return false;
   }
+  if (frame.reply) ++replies_queued_;
   tx_.push_back(std::move(frame));
   update_events_locked();
   return false;
@@ -287,6 +315,7 @@ void TcpConn::advance_locked(size_t written) {
     }
     written -= left;
     f.sent = f.total;
+    if (f.reply) --replies_queued_;
     handler_->frame_sent(*this, f);
     tx_.pop_front();
   }
@@ -351,7 +380,11 @@ void TcpConn::recv_rounds_locked() {
       if (n > 0) {
         drained = static_cast<size_t>(n) < want;
         rx_end_ += static_cast<size_t>(n);
-        if (drained) {
+        if (drained && !shared) {
+          // Delay the ACKs of small messages rather than send one segment
+          // per message. A shared connection needs no system call for it:
+          // the kernel sees the replies follow the requests (pingpong) and
+          // lets them carry the ACKs.
           int zero = 0;
           (void)setsockopt(fd_, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero));
         }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // TcpConn: one non-blocking socket with a queue of frames to send and a
 // receive state machine (header, then payload into a sink). What a frame
-// means is up to its handler: an endpoint (initiator) or the iface (target).
+// means is up to its handler, the iface: it serves requests (target) and
+// hands replies to the endpoint that sends on the connection, if any.
 #pragma once
 
 #include <sys/uio.h>
@@ -38,6 +39,8 @@ struct TxFrame {
   TcpRequest* req = nullptr;          ///< completes when sent (active messages)
   uint64_t piece = 0;                 ///< request id of a put or get piece, 0 for none
   std::shared_ptr<TcpRegion> region;  ///< `data` lies in this region (get replies)
+  bool reply = false;                 ///< a target's reply (counted by tx_backlog_limit)
+  std::vector<uint8_t> owned;         ///< the unsent rest of an abandoned frame (see keep_rest)
 
   explicit TxFrame(const wire::FrameHeader& h) { wire::encode(h, hdr); }
   void add(const void* p, size_t n) {
@@ -45,6 +48,10 @@ struct TxFrame {
     data[data_count++] = iovec{const_cast<void*>(p), n};
     total += n;
   }
+  /// Copies what is not sent yet of the payload into `owned`, so the frame
+  /// no longer reads its sender's memory (an endpoint going away while the
+  /// stream, shared with the peer, must stay whole).
+  void keep_rest();
 };
 
 /// Where the payload of the frame being received goes: `seg` (exactly the
@@ -74,6 +81,7 @@ struct RxSink {
 };
 
 class TcpConn;
+class TcpEp;
 
 /// What a connection's owner does with its events. Every method is called
 /// with the connection's lock held, on the loop thread, except frame_sent,
@@ -100,9 +108,9 @@ class TcpConnHandler {
 /// Thread safety: every method ending in _locked needs lock() held; the
 /// loop thread calls on_events(), which takes it. The fd stays open until
 /// the destructor, so its number is never reused while the object lives.
-class TcpConn {
+class TcpConn : public std::enable_shared_from_this<TcpConn> {
  public:
-  /// `lock` is the owner's (an endpoint shares one lock among its
+  /// `lock` is the owner's (an iface shares one lock among all its
   /// connections), or null to use the connection's own.
   TcpConn(int fd, bool connecting, std::mutex* lock, TcpConnHandler* handler, ucs::EventLoop* loop,
           wire::Limits limits, std::string name);
@@ -116,10 +124,52 @@ class TcpConn {
   bool connected_locked() const { return !connecting_ && !dead_; }
   bool dead_locked() const { return dead_; }
   std::deque<TxFrame>& tx_locked() { return tx_; }
-  uint32_t index = 0;  ///< position in its endpoint
-  /// Stop reading while more than this many frames wait to be sent (0: no
-  /// limit). Targets set it: a peer that never reads its replies cannot make
-  /// them grow without bound. Set before attach().
+  /// Removes the queued frames `mine` selects, after `release` freed what
+  /// they hold. A frame partly sent cannot leave the stream: it stays, with
+  /// the rest of its payload copied (TxFrame::keep_rest) and nothing held.
+  template <typename Mine, typename Release>
+  void drop_tx_locked(Mine mine, Release release) {
+    std::deque<TxFrame> keep;
+    for (TxFrame& f : tx_) {
+      if (!mine(f)) {
+        keep.push_back(std::move(f));
+        continue;
+      }
+      if (f.sent > 0) f.keep_rest();
+      release(f);
+      if (f.sent > 0) {
+        f.req = nullptr;
+        f.piece = 0;
+        f.bounce = nullptr;
+        f.region.reset();
+        keep.push_back(std::move(f));
+      } else if (f.reply) {
+        --replies_queued_;
+      }
+    }
+    tx_.swap(keep);
+  }
+  /// Empties the queue (the owner released what the frames hold).
+  void clear_tx_locked() {
+    tx_.clear();
+    replies_queued_ = 0;
+  }
+
+  // Guarded by lock(); set by the iface and the endpoint that sends here.
+  uint32_t index = 0;         ///< position in its endpoint
+  TcpEp* owner = nullptr;     ///< the endpoint that sends requests here, if any
+  bool accepted = false;      ///< the peer opened it
+  bool hello_seen = false;    ///< accepted: its Hello arrived
+  bool shareable = false;     ///< accepted: a primary connection, which an endpoint may adopt
+  bool shared = false;        ///< both sides send requests here (as far as we know yet)
+  bool verdict_seen = false;  ///< initiated: the HelloAck arrived
+  bool got_bye = false;       ///< the peer sends no more requests here
+  bool sent_bye = false;      ///< we send no more requests here
+  uint64_t peer_id = 0;       ///< accepted: the Hello's identity (wire::hello_identity)
+  /// Stop reading while this many replies wait to be sent (0: no limit): a
+  /// peer that never reads its replies cannot make them grow without bound.
+  /// Requests of our own do not count: they wait for the peer, who may be
+  /// waiting for us to read. Set before attach().
   size_t tx_backlog_limit = 0;
 
   /// Starts watching the socket; `keep` (passive connections) is captured by
@@ -166,12 +216,11 @@ class TcpConn {
   ssize_t send_front_locked(bool* revoked);
   void advance_locked(size_t written);
   size_t rx_len() const { return rx_end_ - rx_start_; }
-  bool backlogged() const { return tx_backlog_limit && tx_.size() >= tx_backlog_limit; }
+  bool backlogged() const { return tx_backlog_limit && replies_queued_ >= tx_backlog_limit; }
 
   int fd_;
-  // Lock order: the connection's lock (own_lock_ for an accepted one, the
-  // endpoint's for an initiator's) -> TcpIface::conns_lock_ ->
-  // TcpIface::events_lock_, the bounce pool's lock, a region's `use` lock.
+  // Lock order: the connection's lock (its iface's) -> TcpIface::events_lock_,
+  // the bounce pool's lock, a region's `use` lock.
   std::mutex own_lock_;
   std::mutex* lock_;
   TcpConnHandler* handler_;
@@ -190,6 +239,7 @@ class TcpConn {
   int broken_errno_ = 0;
   uint32_t events_ = 0;  ///< what the loop watches now
   std::deque<TxFrame> tx_;
+  size_t replies_queued_ = 0;  ///< frames of tx_ that are replies
   RxState rx_state_ = RxState::Header;
   wire::FrameHeader rx_hdr_;
   RxSink sink_;

@@ -3,6 +3,8 @@
 // failure, completion, flush and tear-down.
 #include "uct/tcp/tcp_ep.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -12,58 +14,106 @@
 
 namespace mc::uct::tcp {
 
+namespace {
+
+// How long an endpoint told to adopt the peer's connection waits for it
+// before it sends on its own primary after all (two endpoints of the same
+// pair of ifaces connecting at once can leave one without a partner).
+constexpr auto kYieldWait = std::chrono::milliseconds(100);
+
+}  // namespace
+
 TcpEp::TcpEp(TcpIface* iface, uint32_t ipv4, uint16_t port)
     : iface_(iface),
       peer_(ip_string(ipv4) + ":" + std::to_string(port)),
-      max_outstanding_(iface->config().max_outstanding) {}
+      peer_id_(wire::hello_identity(ntohl(ipv4), port)),
+      max_outstanding_(iface->config().max_outstanding),
+      lock_(iface->lock()) {}
 
 Result<std::unique_ptr<TcpEp>> TcpEp::create(TcpIface* iface, uint32_t ipv4, uint16_t port) {
   std::unique_ptr<TcpEp> ep(new TcpEp(iface, ipv4, port));
   const TcpConfig& config = iface->config();
-  for (uint32_t i = 0; i < config.conns; ++i) {
-    bool done = false;
-    MC_ASSIGN_OR_RETURN(int fd, connect_socket(iface->device().ipv4, ipv4, port, config, &done));
-    TcpConnHandler* handler = ep.get();
-    auto conn =
-        std::make_unique<TcpConn>(fd, !done, &ep->lock_, handler, &iface->loop(),
-                                  iface->initiator_limits(), ep->peer_ + "#" + std::to_string(i));
-    conn->index = i;
-    if (done) ++ep->connected_;
-    ep->conns_.push_back(std::move(conn));
+  std::vector<std::shared_ptr<TcpConn>> opened;
+  Status failed = Status::Ok;
+  {
+    std::lock_guard guard(ep->lock_);
+    // The peer's endpoint to us may already have a primary we can share.
+    if (auto shared = iface->find_adoptable_locked(ep->peer_id_)) {
+      ep->conns_.push_back(shared);
+      shared->owner = ep.get();
+      shared->index = 0;
+      shared->shared = true;
+      ++ep->connected_;
+      ep->share_ = ShareState::Settled;
+    }
+    for (uint32_t i = static_cast<uint32_t>(ep->conns_.size()); i < config.conns; ++i) {
+      bool done = false;
+      Result<int> fd = connect_socket(iface->device().ipv4, ipv4, port, config, &done);
+      if (!fd.ok()) {
+        failed = fd.status();
+        break;
+      }
+      auto conn = std::make_shared<TcpConn>(*fd, !done, &ep->lock_, iface->conn_handler(),
+                                            &iface->loop(), iface->limits(),
+                                            ep->peer_ + "#" + std::to_string(i));
+      conn->index = i;
+      conn->owner = ep.get();
+      conn->tx_backlog_limit = kTargetTxBacklog;
+      if (done) ++ep->connected_;
+      // First on every connection: who we are, and which connection it is.
+      TxFrame hello(wire::hello_header(iface->hello_identity(), i));
+      (void)conn->send_locked(hello);
+      ep->conns_.push_back(conn);
+      opened.push_back(std::move(conn));
+    }
+    if (failed == Status::Ok) iface->ep_created_locked(ep.get());
   }
-  if (ep->connected_ < ep->conns_.size()) {
-    TcpEp* raw = ep.get();
-    MC_ASSIGN_OR_RETURN(ep->conn_timer_,
-                        iface->loop().add_timer(
-                            config.conn_timeout, [raw] { raw->on_conn_timeout(); }, true));
+  MC_RETURN_IF_ERROR(failed);  // the destructor closes what was opened
+  // Until connected and settled; the timer finds out whether it still is.
+  TcpEp* raw = ep.get();
+  MC_ASSIGN_OR_RETURN(
+      uint64_t timer,
+      iface->loop().add_timer(config.conn_timeout, [raw] { raw->on_conn_timeout(); }, true));
+  {
+    std::lock_guard guard(ep->lock_);
+    ep->conn_timer_ = timer;
   }
   // The callbacks may run as soon as a socket is attached: all is built.
-  for (auto& conn : ep->conns_) MC_RETURN_IF_ERROR(conn->attach());
+  for (auto& conn : opened) MC_RETURN_IF_ERROR(conn->attach(conn));
   return ep;
 }
 
 TcpEp::~TcpEp() {
-  if (!iface_) return;
-  shut_down(Status::Canceled);
-  iface_->ep_destroyed(this);
+  if (iface_) shut_down(Status::Canceled);
 }
 
 void TcpEp::detach() {
   shut_down(Status::Canceled);
-  iface_->ep_destroyed(this);
   iface_ = nullptr;
 }
 
 void TcpEp::shut_down(Status status) {
-  uint64_t timer;
+  uint64_t timers[2];
+  std::shared_ptr<TcpConn> primary;
   {
     std::lock_guard guard(lock_);
     closing_ = true;
-    timer = std::exchange(conn_timer_, 0);
+    timers[0] = std::exchange(conn_timer_, 0);
+    timers[1] = std::exchange(yield_timer_, 0);
+    iface_->ep_destroyed_locked(this);
+    // A healthy primary may carry the peer's requests too: it stays open
+    // (the iface keeps it) and only our part of it ends.
+    if (!conns_.empty() && failed_ == Status::Ok && !conns_[0]->dead_locked()) {
+      primary = conns_[0];
+    }
   }
   // Without the lock: these wait for a callback in flight, which takes it.
-  if (timer) (void)iface_->loop().cancel_timer(timer);
-  for (auto& conn : conns_) conn->detach();
+  for (uint64_t timer : timers) {
+    if (timer) (void)iface_->loop().cancel_timer(timer);
+  }
+  for (auto& conn : conns_) {
+    if (conn != primary) conn->detach();
+  }
   iface_->loop_barrier();
 
   std::vector<TcpRequest*> cut;
@@ -73,12 +123,22 @@ void TcpEp::shut_down(Status status) {
     bool abandoned = !inflight_.empty() || failed_ != Status::Ok;
     for (auto& conn : conns_) abandoned = abandoned || !conn->tx_locked().empty();
     for (auto& conn : conns_) {
-      conn->close_locked(abandoned);
+      if (conn == primary) {
+        purge_frames_locked(*conn, &cut);
+        conn->owner = nullptr;
+        iface_->release_primary_locked(conn);
+        continue;
+      }
       for (TxFrame& f : conn->tx_locked()) {
         release_bounce(f.bounce);
         if (f.req) cut.push_back(f.req);
       }
-      conn->tx_locked().clear();
+      conn->clear_tx_locked();
+      close_conn_locked(*conn, abandoned);
+    }
+    for (TxFrame& f : std::exchange(waiting_, {})) {
+      release_bounce(f.bounce);
+      if (f.req) cut.push_back(f.req);
     }
     for (auto& [id, piece] : inflight_) cut.push_back(piece.req);
     inflight_.clear();
@@ -97,6 +157,20 @@ void TcpEp::shut_down(Status status) {
   for (FlushWaiter& w : std::exchange(flush_waiters_, {})) completion_update(w.comp, status);
 }
 
+void TcpEp::purge_frames_locked(TcpConn& conn, std::vector<TcpRequest*>* cut) {
+  conn.drop_tx_locked([](const TxFrame& f) { return f.req != nullptr || f.piece != 0; },
+                      [&](TxFrame& f) {
+                        release_bounce(std::exchange(f.bounce, nullptr));
+                        if (f.req) cut->push_back(f.req);
+                      });
+}
+
+void TcpEp::close_conn_locked(TcpConn& conn, bool abort) {
+  conn.close_locked(abort);
+  conn.owner = nullptr;
+  iface_->forget_locked(conn);
+}
+
 void TcpEp::release_bounce(void* bounce) {
   if (bounce) iface_->bounce_pool().put(bounce);
 }
@@ -104,14 +178,78 @@ void TcpEp::release_bounce(void* bounce) {
 void TcpEp::on_conn_timeout() {
   std::lock_guard guard(lock_);
   conn_timer_ = 0;  // a oneshot timer is gone once it fired
-  if (closing_ || connected_ == conns_.size()) return;
+  if (closing_ || (share_ == ShareState::Settled && connected_ == conns_.size())) return;
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(iface_->config().conn_timeout);
-  fail_locked(Status::Timeout, "not connected within " + std::to_string(ms.count()) + " ms");
+  fail_locked(Status::Timeout, (connected_ == conns_.size() ? "no answer to the hello within "
+                                                            : "not connected within ") +
+                                   std::to_string(ms.count()) + " ms");
+}
+
+void TcpEp::on_yield_timeout() {
+  std::lock_guard guard(lock_);
+  yield_timer_ = 0;
+  if (closing_ || failed_ != Status::Ok || share_ != ShareState::Yielded) return;
+  MC_LOG(debug) << "tcp: " << peer_ << " offered no connection to share; using our own";
+  settle_locked();
+}
+
+bool TcpEp::send_primary_locked(TxFrame& frame) {
+  if (share_ != ShareState::Settled) {
+    waiting_.push_back(std::move(frame));
+    return false;
+  }
+  return conns_[0]->send_locked(frame);
+}
+
+void TcpEp::settle_locked() {
+  share_ = ShareState::Settled;
+  TcpConn& primary = *conns_[0];
+  for (TxFrame& f : std::exchange(waiting_, {})) {
+    TxFrame frame = std::move(f);
+    if (primary.send_locked(frame)) frame_sent(primary, frame);
+  }
+  if (connected_ == conns_.size() && conn_timer_) {
+    (void)iface_->loop().cancel_timer(conn_timer_);  // the loop thread: does not wait
+    conn_timer_ = 0;
+  }
+}
+
+void TcpEp::adopt_locked(const std::shared_ptr<TcpConn>& conn) {
+  std::shared_ptr<TcpConn> own = std::exchange(conns_[0], conn);
+  own->owner = nullptr;
+  if (own->connected_locked()) --connected_;
+  iface_->release_primary_locked(own);
+  conn->owner = this;
+  conn->index = 0;
+  conn->shared = true;
+  ++connected_;
+  settle_locked();
+}
+
+void TcpEp::on_verdict_locked(wire::Verdict verdict) {
+  if (closing_ || share_ != ShareState::Seeking) return;
+  switch (verdict) {
+    case wire::Verdict::Shared: conns_[0]->shared = true; [[fallthrough]];
+    case wire::Verdict::Own: settle_locked(); return;
+    case wire::Verdict::Yield: break;
+  }
+  share_ = ShareState::Yielded;
+  if (auto conn = iface_->find_adoptable_locked(peer_id_)) {
+    adopt_locked(conn);
+    return;
+  }
+  TcpEp* raw = this;
+  auto timer = iface_->loop().add_timer(kYieldWait, [raw] { raw->on_yield_timeout(); }, true);
+  if (timer.ok()) {
+    yield_timer_ = *timer;
+  } else {
+    settle_locked();
+  }
 }
 
 void TcpEp::connected(TcpConn&) {
-  if (++connected_ == conns_.size() && conn_timer_) {
+  if (++connected_ == conns_.size() && share_ == ShareState::Settled && conn_timer_) {
     (void)iface_->loop().cancel_timer(conn_timer_);  // the loop thread: does not wait
     conn_timer_ = 0;
   }
@@ -135,13 +273,21 @@ void TcpEp::fail_locked(Status status, const std::string& why, bool clean) {
     (void)iface_->loop().cancel_timer(conn_timer_);
     conn_timer_ = 0;
   }
+  if (yield_timer_) {
+    (void)iface_->loop().cancel_timer(yield_timer_);
+    yield_timer_ = 0;
+  }
   for (auto& conn : conns_) {
-    conn->close_locked(true);
     for (TxFrame& f : conn->tx_locked()) {
       release_bounce(f.bounce);
       if (f.req) complete_piece_locked(f.req, status);
     }
-    conn->tx_locked().clear();
+    conn->clear_tx_locked();
+    close_conn_locked(*conn, true);
+  }
+  for (TxFrame& f : std::exchange(waiting_, {})) {
+    release_bounce(f.bounce);
+    if (f.req) complete_piece_locked(f.req, status);
   }
   for (auto& [id, piece] : inflight_) complete_piece_locked(piece.req, status);
   inflight_.clear();
@@ -325,7 +471,8 @@ Status TcpEp::check() {
   std::lock_guard guard(lock_);
   if (failed_ != Status::Ok) return failed_;
   // A ping provokes a reset from a peer that is gone; keepalive covers idle.
-  if (conns_[0]->connected_locked() && conns_[0]->tx_locked().empty()) {
+  if (share_ == ShareState::Settled && conns_[0]->connected_locked() &&
+      conns_[0]->tx_locked().empty()) {
     wire::FrameHeader ping;
     ping.op = wire::Op::Ping;
     ping.req_id = next_req_id_++;
@@ -339,7 +486,8 @@ Status TcpEp::connect_status() {
   if (!iface_) return Status::Canceled;
   std::lock_guard guard(lock_);
   if (failed_ != Status::Ok) return failed_;
-  return connected_ == conns_.size() ? Status::Ok : Status::InProgress;
+  return connected_ == conns_.size() && share_ == ShareState::Settled ? Status::Ok
+                                                                     : Status::InProgress;
 }
 
 }  // namespace mc::uct::tcp

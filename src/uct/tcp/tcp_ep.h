@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // tcp endpoint: several connections to one peer iface; active messages and
-// small operations on the first, large puts and gets split across all.
+// small operations on the first (the primary, which it may share with the
+// peer's endpoint to us), large puts and gets split across all.
 #pragma once
 
 #include <array>
+#include <chrono>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -62,7 +65,17 @@ struct FlushWaiter {
   Status status;
 };
 
+/// Where an endpoint stands on its primary connection (tcp_wire.h, "Connection
+/// sharing"). Nothing but the Hello is sent before Settled.
+enum class ShareState : uint8_t {
+  Seeking,  ///< Hello sent on our own primary, no verdict yet
+  Yielded,  ///< told to adopt the peer's connection, which has not arrived yet
+  Settled   ///< sending on conns_[0] (ours or adopted)
+};
+
 class TcpEp : public Endpoint, private TcpConnHandler {
+  friend class TcpIface;
+
  public:
   /// Opens the connections to ipv4:port (network byte order); they complete
   /// on the loop thread. Unreachable / IoError when a socket cannot start.
@@ -106,7 +119,26 @@ class TcpEp : public Endpoint, private TcpConnHandler {
  private:
   TcpEp(TcpIface* iface, uint32_t ipv4, uint16_t port);
 
-  // TcpConnHandler: the initiator side of the wire protocol.
+  // Connection sharing, for the iface (its lock held).
+  uint64_t peer_id() const { return peer_id_; }
+  ShareState share_state_locked() const { return share_; }
+  /// The peer was told to adopt our primary: answer no other Hello so.
+  bool promised_locked() const { return promised_; }
+  void promise_locked() { promised_ = true; }
+  /// Sends on `conn` (the peer's primary, accepted by our iface) from now
+  /// on; our own primary gets a Bye and is left to the iface.
+  void adopt_locked(const std::shared_ptr<TcpConn>& conn);
+  /// The HelloAck on our primary.
+  void on_verdict_locked(wire::Verdict verdict);
+  /// Sends on conns_[0]: what waited is queued there, in order.
+  void settle_locked();
+  void on_yield_timeout();
+  /// Sends on the primary, or keeps the frame until settled (as
+  /// TcpConn::send_locked: true when it was written at once).
+  bool send_primary_locked(TxFrame& frame);
+
+  // TcpConnHandler, called by the iface for the connections this endpoint
+  // sends on: the initiator side of the wire protocol (replies).
   Status begin_frame(TcpConn& conn, const wire::FrameHeader& hdr, RxSink* sink,
                      std::string* why) override;
   Status end_frame(TcpConn& conn, const wire::FrameHeader& hdr, RxSink& sink,
@@ -136,20 +168,32 @@ class TcpEp : public Endpoint, private TcpConnHandler {
   void track(TcpRequest* req);
   void release_bounce(void* bounce);
 
+  /// Closes a connection of ours for good (the iface forgets it).
+  void close_conn_locked(TcpConn& conn, bool abort);
+  /// Takes what this endpoint queued off `conn`, which stays open: bounce
+  /// buffers back, requests into `cut`.
+  void purge_frames_locked(TcpConn& conn, std::vector<TcpRequest*>* cut);
+
   TcpIface* iface_;  ///< null once detached
   std::string peer_;
+  uint64_t peer_id_;  ///< wire::hello_identity of the peer iface
   size_t max_outstanding_;
 
   // Lock order: lock_ -> TcpIface::events_lock_ and the bounce pool's lock.
-  // The loop thread holds lock_ in every callback of these connections.
-  mutable std::mutex lock_;  ///< guards the connections' state and everything down to failed_
-  std::vector<std::unique_ptr<TcpConn>> conns_;
+  // lock_ is the iface's: the loop thread holds it in every callback of
+  // every connection of the iface.
+  std::mutex& lock_;  ///< guards the connections' state and everything down to yield_timer_
+  std::vector<std::shared_ptr<TcpConn>> conns_;   ///< [0]: the primary
   std::unordered_map<uint64_t, Piece> inflight_;  ///< by request id on the wire
   uint64_t next_req_id_ = 1;
   size_t connected_ = 0;
   uint64_t conn_timer_ = 0;
   Status failed_ = Status::Ok;
   bool closing_ = false;
+  ShareState share_ = ShareState::Seeking;
+  bool promised_ = false;
+  std::deque<TxFrame> waiting_;  ///< frames for the primary before Settled
+  uint64_t yield_timer_ = 0;
 
   // User thread only.
   std::set<uint64_t> outstanding_;  ///< seqs of tracked requests

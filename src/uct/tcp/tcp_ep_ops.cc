@@ -78,7 +78,7 @@ Status TcpEp::post_rma(TcpRequest* req, wire::Op op, const Iov* iov, size_t iov_
       frame.bounce = bounce;
     }
     // Written at once: the bounce buffer is free; the piece waits for its reply.
-    if (conns_[i]->send_locked(frame)) {
+    if (i == 0 ? send_primary_locked(frame) : conns_[i]->send_locked(frame)) {
       release_bounce(frame.bounce);
       inflight_.at(id).sent = true;
     }
@@ -96,7 +96,7 @@ Status TcpEp::post_am(TxFrame& frame, Completion* comp) {
       return failed_;
     }
     frame.req = req;
-    if (conns_[0]->send_locked(frame)) {
+    if (send_primary_locked(frame)) {
       release_bounce(frame.bounce);
       delete req;
       return Status::Ok;

@@ -3,6 +3,7 @@
 // attributes, progress and flush.
 #include "uct/tcp/tcp_iface.h"
 
+#include <arpa/inet.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -66,31 +67,30 @@ Status TcpIface::init(const IfaceParams& params) {
 }
 
 TcpIface::~TcpIface() {
-  // Stop serving: after this no callback of the listener or of an accepted
-  // connection starts.
+  // Stop serving: after this no callback of the listener starts.
   if (own_loop_) {
     (void)own_loop_->stop();
   } else if (listen_fd_ >= 0 && loop_) {
     (void)loop_->remove_fd(listen_fd_);
   }
-  std::vector<std::shared_ptr<TcpConn>> accepted;
-  {
-    std::lock_guard guard(conns_lock_);
-    for (auto& [ptr, conn] : passive_) accepted.push_back(conn);
-  }
-  for (auto& conn : accepted) conn->detach();
+  // Endpoints first: the primaries they leave open join conns_.
   for (TcpEp* ep : std::vector<TcpEp*>(eps_.begin(), eps_.end())) ep->detach();
-  loop_barrier();
-  for (auto& conn : accepted) {
-    std::lock_guard guard(conn->lock());
-    conn->close_locked();
-    conn->tx_locked().clear();
-  }
+  std::vector<std::shared_ptr<TcpConn>> left;
   {
-    std::lock_guard guard(conns_lock_);
-    passive_.clear();
+    std::lock_guard guard(lock_);
+    for (auto& [ptr, conn] : conns_) left.push_back(conn);
   }
-  accepted.clear();
+  for (auto& conn : left) conn->detach();
+  loop_barrier();
+  {
+    std::lock_guard guard(lock_);
+    for (auto& conn : left) {
+      conn->close_locked();
+      conn->clear_tx_locked();  // replies and copies: nothing to give back
+    }
+    conns_.clear();
+  }
+  left.clear();
   if (listen_fd_ >= 0) {
     if (own_loop_) (void)own_loop_->remove_fd(listen_fd_);
     close(listen_fd_);
@@ -116,23 +116,51 @@ void TcpIface::on_accept() {
       return;
     }
     apply_socket_options(fd, config_, SocketOptions::AllButBuffers);
-    const wire::Limits limits{static_cast<uint32_t>(config_.seg_size),
-                              static_cast<uint32_t>(kMaxZcopy)};
-    TcpConnHandler* handler = this;
     auto conn =
-        std::make_shared<TcpConn>(fd, false, nullptr, handler, loop_, limits, peer_name(fd));
+        std::make_shared<TcpConn>(fd, false, &lock_, conn_handler(), loop_, limits(), peer_name(fd));
     conn->tx_backlog_limit = kTargetTxBacklog;
+    conn->accepted = true;
     {
-      std::lock_guard guard(conns_lock_);
-      passive_.emplace(conn.get(), conn);
+      std::lock_guard guard(lock_);
+      conns_.emplace(conn.get(), conn);
     }
     if (is_error(conn->attach(conn))) {
-      std::lock_guard guard(conns_lock_);
-      passive_.erase(conn.get());
+      std::lock_guard guard(lock_);
+      conns_.erase(conn.get());
       continue;
     }
     MC_LOG(debug) << "tcp: accepted a connection from " << conn->name();
   }
+}
+
+uint64_t TcpIface::hello_identity() const {
+  return wire::hello_identity(ntohl(dev_.ipv4), port_);
+}
+
+std::shared_ptr<TcpConn> TcpIface::find_adoptable_locked(uint64_t peer_id) const {
+  for (auto& [ptr, conn] : conns_) {
+    if (conn->accepted && conn->shareable && conn->peer_id == peer_id && !conn->owner &&
+        !conn->got_bye && !conn->sent_bye && !conn->dead_locked()) {
+      return conn;
+    }
+  }
+  return nullptr;
+}
+
+void TcpIface::release_primary_locked(const std::shared_ptr<TcpConn>& conn) {
+  if (conn->dead_locked()) {
+    forget_locked(*conn);
+    return;
+  }
+  if (!conn->sent_bye) {
+    wire::FrameHeader bye;
+    bye.op = wire::Op::Bye;
+    TxFrame frame(bye);
+    (void)conn->send_locked(frame);
+    conn->sent_bye = true;
+  }
+  // The peer closes it on our Bye once it has no endpoint there either.
+  conns_.emplace(conn.get(), conn);
 }
 
 void TcpIface::loop_barrier() {
@@ -261,18 +289,11 @@ unsigned TcpIface::progress() {
 
 void TcpIface::resume_paused() {
   if (!any_paused_.load() || am_queued_.load() > config_.am_queue_len / 2) return;
-  std::vector<std::weak_ptr<TcpConn>> paused;
-  {
-    std::lock_guard guard(conns_lock_);
-    paused.swap(paused_);
-    any_paused_.store(false);
+  std::lock_guard guard(lock_);
+  for (auto& weak : std::exchange(paused_, {})) {
+    if (auto conn = weak.lock()) conn->resume_locked();
   }
-  for (auto& weak : paused) {
-    if (auto conn = weak.lock()) {
-      std::lock_guard guard(conn->lock());
-      conn->resume_locked();
-    }
-  }
+  any_paused_.store(false);
 }
 
 std::vector<uint8_t> TcpIface::device_address() const {
@@ -314,7 +335,6 @@ Result<std::unique_ptr<Endpoint>> TcpIface::ep_create(std::span<const uint8_t> d
   const wire::DeviceAddr dev = *wire::decode_device_addr(device_addr);
   const uint16_t port = *wire::decode_iface_addr(iface_addr);
   MC_ASSIGN_OR_RETURN(std::unique_ptr<TcpEp> ep, TcpEp::create(this, dev.ipv4, port));
-  eps_.insert(ep.get());
   return std::unique_ptr<Endpoint>(std::move(ep));
 }
 

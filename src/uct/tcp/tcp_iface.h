@@ -28,7 +28,7 @@ inline constexpr size_t kMaxShort = 4096;
 inline constexpr size_t kMaxZcopy = size_t{1} << 30;
 /// Largest am zcopy header.
 inline constexpr size_t kMaxAmHeader = 128;
-/// Replies an accepted connection may have queued before it stops reading.
+/// Replies a connection may have queued before it stops reading.
 inline constexpr size_t kTargetTxBacklog = 1024;
 
 /// Thread safety: the user's thread calls the Iface methods and the
@@ -80,6 +80,27 @@ class TcpIface : public Iface, private TcpConnHandler {
   std::vector<Event> take_events(const TcpEp* ep);
   /// Returns once no loop callback that started before the call still runs.
   void loop_barrier();
+  /// The lock of every connection of the iface and of its endpoints' state.
+  std::mutex& lock() const { return lock_; }
+  TcpConnHandler* conn_handler() { return this; }
+  /// What every connection accepts in one frame.
+  wire::Limits limits() const {
+    return {static_cast<uint32_t>(config_.seg_size), static_cast<uint32_t>(kMaxZcopy)};
+  }
+  /// Who we are in a Hello.
+  uint64_t hello_identity() const;
+
+  // Connection sharing (the lock held).
+  /// An accepted primary connection from `peer_id` that no endpoint sends
+  /// on and whose peer still does, or null.
+  std::shared_ptr<TcpConn> find_adoptable_locked(uint64_t peer_id) const;
+  void ep_created_locked(TcpEp* ep) { eps_.insert(ep); }
+  void ep_destroyed_locked(TcpEp* ep) { eps_.erase(ep); }
+  /// An endpoint stops sending on its primary, which the peer may still
+  /// send on: Bye, then the iface keeps it until the peer's Bye or close.
+  void release_primary_locked(const std::shared_ptr<TcpConn>& conn);
+  /// Drops the iface's reference to a closed connection.
+  void forget_locked(TcpConn& conn) { conns_.erase(&conn); }
   ucs::EventLoop& loop() const { return *loop_; }
   const TcpConfig& config() const { return config_; }
   const NetDevice& device() const { return dev_; }
@@ -92,22 +113,26 @@ class TcpIface : public Iface, private TcpConnHandler {
   /// Iface-wide flush bookkeeping of requests (user thread).
   void track(uint64_t seq) { outstanding_.insert(seq); }
   void untrack(uint64_t seq, Status status, std::vector<std::pair<Completion*, Status>>* done);
-  void ep_destroyed(TcpEp* ep) { eps_.erase(ep); }
-  wire::Limits initiator_limits() const { return {0, static_cast<uint32_t>(kMaxZcopy)}; }
 
  private:
   TcpIface(TcpMd* md, const IfaceParams& params, const TcpConfig& config, NetDevice dev);
   Status init(const IfaceParams& params);
   void on_accept();
 
-  // TcpConnHandler for accepted connections: the target side (tcp_target.cc).
+  // TcpConnHandler for every connection (tcp_target.cc): the target side,
+  // the handshake, and replies handed to the endpoint that sends there.
   Status begin_frame(TcpConn& conn, const wire::FrameHeader& hdr, RxSink* sink,
                      std::string* why) override;
   Status end_frame(TcpConn& conn, const wire::FrameHeader& hdr, RxSink& sink,
                    std::string* why) override;
-  void frame_sent(TcpConn&, TxFrame&) override {}
-  void connected(TcpConn&) override {}
+  void frame_sent(TcpConn& conn, TxFrame& frame) override;
+  void connected(TcpConn& conn) override;
   void conn_failed(TcpConn& conn, Status status, const std::string& why, bool clean) override;
+  /// A Hello on an accepted connection: match it with an endpoint of ours
+  /// to that peer and answer the verdict.
+  void on_hello(TcpConn& conn, const wire::FrameHeader& hdr);
+  Status begin_request(TcpConn& conn, const wire::FrameHeader& hdr, RxSink* sink,
+                       std::string* why);
   void serve_get(TcpConn& conn, const wire::FrameHeader& hdr);
   /// Resumes the paused connections once the AM backlog has halved.
   void resume_paused();
@@ -126,9 +151,11 @@ class TcpIface : public Iface, private TcpConnHandler {
   int listen_fd_ = -1;
   uint16_t port_ = 0;
 
-  // Lock order: a connection's lock -> conns_lock_ -> events_lock_ (a leaf).
-  std::mutex conns_lock_;                                           ///< guards passive_ and paused_
-  std::unordered_map<TcpConn*, std::shared_ptr<TcpConn>> passive_;  ///< accepted
+  // Lock order: lock_ -> events_lock_ (a leaf).
+  mutable std::mutex lock_;  ///< every connection's; guards conns_, paused_, eps_ (writes)
+  /// Connections no endpoint owns alone: accepted ones, and primaries an
+  /// endpoint stopped sending on while the peer may still send there.
+  std::unordered_map<TcpConn*, std::shared_ptr<TcpConn>> conns_;
   std::vector<std::weak_ptr<TcpConn>> paused_;  ///< stopped reading: too many AMs queued
   std::atomic<size_t> am_queued_{0};            ///< Am events not yet delivered
   std::atomic<bool> any_paused_{false};  ///< paused_ is not empty (a hint, read without the lock)
@@ -137,8 +164,9 @@ class TcpIface : public Iface, private TcpConnHandler {
   bool armed_ = false;  ///< the next queued event writes event_fd_
   int event_fd_ = -1;   ///< eventfd of blocking progress
 
+  std::set<TcpEp*> eps_;  ///< written by the user's thread with lock_ held
+
   // User thread only.
-  std::set<TcpEp*> eps_;
   uint64_t next_seq_ = 1;
   std::set<uint64_t> outstanding_;
   std::vector<FlushWaiter> flush_waiters_;

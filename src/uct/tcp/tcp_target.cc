@@ -1,20 +1,125 @@
 // SPDX-License-Identifier: Apache-2.0
-// The target side of the wire protocol, on the iface's loop thread: active
-// messages are queued for progress(); puts and gets are served at once, but
-// only inside a live registration whose key, access and bounds match.
+// Every frame of every connection of an iface, on its loop thread: the
+// handshake that decides which connection an endpoint sends on (Hello,
+// HelloAck, Bye), the target side of the protocol (active messages are
+// queued for progress(); puts and gets are served at once, but only inside a
+// live registration whose key, access and bounds match), and replies, which
+// go to the endpoint that sends on the connection.
 #include "ucs/log/log.h"
 #include "uct/tcp/tcp_iface.h"
 
 namespace mc::uct::tcp {
 
+namespace {
+
+std::string op_name(wire::Op op) { return "op " + std::to_string(static_cast<int>(op)); }
+
+}  // namespace
+
 void TcpIface::reply(TcpConn& conn, TxFrame frame) {
   // A reply written at once needs no cleanup: it owns nothing but a region
   // reference, which `frame` drops here.
+  frame.reply = true;
   (void)conn.send_locked(frame);
+}
+
+void TcpIface::on_hello(TcpConn& conn, const wire::FrameHeader& h) {
+  conn.hello_seen = true;
+  conn.peer_id = h.remote_addr;
+  if (h.get_length != 0) return;  // a striping connection: requests only, no verdict
+  conn.shareable = true;
+  // An endpoint of ours to the same peer that has not settled: told to
+  // adopt (Yielded) first, else one still waiting for its own verdict.
+  TcpEp* pick = nullptr;
+  for (TcpEp* ep : eps_) {
+    if (ep->peer_id() != conn.peer_id || ep->closing_) continue;
+    const ShareState st = ep->share_state_locked();
+    if (st == ShareState::Yielded) {
+      pick = ep;
+      break;
+    }
+    if (st == ShareState::Seeking && !ep->promised_locked() && !pick) pick = ep;
+  }
+  wire::Verdict verdict = wire::Verdict::Own;
+  if (pick) {
+    // Two primaries cross: the lower address's wins.
+    const bool adopt =
+        pick->share_state_locked() == ShareState::Yielded || conn.peer_id < hello_identity();
+    verdict = adopt ? wire::Verdict::Shared : wire::Verdict::Yield;
+    if (!adopt) pick->promise_locked();
+  }
+  MC_LOG(debug) << "tcp: hello from " << conn.name() << ": "
+                << (verdict == wire::Verdict::Shared  ? "shared with our endpoint"
+                    : verdict == wire::Verdict::Yield ? "to adopt our endpoint's connection"
+                                                      : "its own");
+  // The verdict goes first: what our endpoint had waiting follows it.
+  wire::FrameHeader ack;
+  ack.op = wire::Op::HelloAck;
+  ack.req_id = static_cast<uint64_t>(verdict);
+  reply(conn, TxFrame(ack));
+  if (verdict == wire::Verdict::Shared) pick->adopt_locked(conn.shared_from_this());
 }
 
 Status TcpIface::begin_frame(TcpConn& conn, const wire::FrameHeader& h, RxSink* sink,
                              std::string* why) {
+  if (conn.accepted && !conn.hello_seen) {
+    if (h.op != wire::Op::Hello) {
+      *why = "the first frame is not a hello (" + op_name(h.op) + ")";
+      return Status::BadData;
+    }
+    on_hello(conn, h);
+    return Status::Ok;
+  }
+  switch (h.op) {
+    case wire::Op::Hello: *why = "a second hello"; return Status::BadData;
+    case wire::Op::HelloAck:
+      if (conn.accepted || conn.index != 0 || conn.verdict_seen) {
+        *why = "a hello ack that answers no hello";
+        return Status::BadData;
+      }
+      conn.verdict_seen = true;
+      if (conn.owner) conn.owner->on_verdict_locked(static_cast<wire::Verdict>(h.req_id));
+      return Status::Ok;
+    case wire::Op::Bye:
+      if (conn.got_bye) {
+        *why = "a second bye";
+        return Status::BadData;
+      }
+      conn.got_bye = true;
+      if (!conn.owner) {
+        MC_LOG(debug) << "tcp: connection " << conn.name() << " no longer used; closing it";
+        conn.close_locked();
+        conn.clear_tx_locked();
+        forget_locked(conn);
+      }
+      return Status::Ok;
+    case wire::Op::PutAck:
+    case wire::Op::GetResp:
+    case wire::Op::Pong:
+      if (conn.owner) return conn.owner->begin_frame(conn, h, sink, why);
+      if (conn.sent_bye) {
+        sink->discard = true;  // for an endpoint that is gone
+        return Status::Ok;
+      }
+      *why = "a reply (" + op_name(h.op) + ") on a connection no endpoint sends on";
+      return Status::BadData;
+    case wire::Op::Am:
+    case wire::Op::Put:
+    case wire::Op::GetReq:
+    case wire::Op::Ping: break;
+  }
+  // The peer may send requests on a primary of ours once it had its
+  // verdict: it adopted it then, or later for an endpoint it created since.
+  if (conn.got_bye || (!conn.accepted && (conn.index != 0 || !conn.verdict_seen))) {
+    *why = "a request (" + op_name(h.op) + ") on a connection the peer does not send on";
+    return Status::BadData;
+  }
+  conn.shared = true;
+  return begin_request(conn, h, sink, why);
+}
+
+Status TcpIface::begin_request(TcpConn& conn, const wire::FrameHeader& h, RxSink* sink,
+                               std::string* why) {
   switch (h.op) {
     case wire::Op::Am:
       sink->owned.resize(h.length);
@@ -43,12 +148,9 @@ Status TcpIface::begin_frame(TcpConn& conn, const wire::FrameHeader& h, RxSink* 
       reply(conn, TxFrame(pong));
       return Status::Ok;
     }
-    case wire::Op::PutAck:
-    case wire::Op::GetResp:
-    case wire::Op::Pong: break;
+    default: break;
   }
-  *why = "unexpected reply frame (op " + std::to_string(static_cast<int>(h.op)) +
-         ") on an accepted connection";
+  *why = "not a request: " + op_name(h.op);
   return Status::BadData;
 }
 
@@ -75,7 +177,11 @@ void TcpIface::serve_get(TcpConn& conn, const wire::FrameHeader& h) {
   reply(conn, std::move(frame));
 }
 
-Status TcpIface::end_frame(TcpConn& conn, const wire::FrameHeader& h, RxSink& sink, std::string*) {
+Status TcpIface::end_frame(TcpConn& conn, const wire::FrameHeader& h, RxSink& sink,
+                           std::string* why) {
+  if (h.op == wire::Op::PutAck || h.op == wire::Op::GetResp || h.op == wire::Op::Pong) {
+    return conn.owner ? conn.owner->end_frame(conn, h, sink, why) : Status::Ok;
+  }
   if (h.op == wire::Op::Am) {
     Event ev;
     ev.type = Event::Type::Am;
@@ -86,9 +192,7 @@ Status TcpIface::end_frame(TcpConn& conn, const wire::FrameHeader& h, RxSink& si
     // and TCP stops its sender, instead of the backlog growing unbounded.
     if (am_queued_.fetch_add(1) + 1 >= config_.am_queue_len) {
       conn.pause_locked();
-      std::lock_guard guard(conns_lock_);
-      auto it = passive_.find(&conn);
-      if (it != passive_.end()) paused_.push_back(it->second);
+      paused_.push_back(conn.weak_from_this());
       any_paused_.store(true);
     }
   } else if (h.op == wire::Op::Put) {
@@ -106,17 +210,34 @@ Status TcpIface::end_frame(TcpConn& conn, const wire::FrameHeader& h, RxSink& si
   return Status::Ok;
 }
 
+void TcpIface::frame_sent(TcpConn& conn, TxFrame& frame) {
+  if (conn.owner) {
+    conn.owner->frame_sent(conn, frame);
+  } else if (frame.bounce) {
+    bounce_pool_->put(std::exchange(frame.bounce, nullptr));
+  }
+}
+
+void TcpIface::connected(TcpConn& conn) {
+  if (conn.owner) conn.owner->connected(conn);
+}
+
 void TcpIface::conn_failed(TcpConn& conn, Status status, const std::string& why, bool clean) {
+  if (conn.owner) {
+    conn.owner->conn_failed(conn, status, why, clean);  // closes all of the endpoint's
+    conn.close_locked();
+    forget_locked(conn);
+    return;
+  }
   if (clean) {
-    MC_LOG(debug) << "tcp: connection from " << conn.name() << " closed";
+    MC_LOG(debug) << "tcp: connection " << conn.name() << " closed";
   } else {
-    MC_LOG(error) << "tcp: closing the connection from " << conn.name() << ": " << why << " ("
-                  << status << ")";
+    MC_LOG(error) << "tcp: closing the connection " << conn.name() << ": " << why << " (" << status
+                  << ")";
   }
   conn.close_locked();
-  conn.tx_locked().clear();
-  std::lock_guard guard(conns_lock_);
-  passive_.erase(&conn);
+  conn.clear_tx_locked();
+  forget_locked(conn);
 }
 
 }  // namespace mc::uct::tcp

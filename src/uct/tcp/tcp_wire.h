@@ -22,22 +22,41 @@ namespace mc::uct::tcp::wire {
 ///     0    2 magic 0x544d ("MT")
 ///     2    1 version (kVersion)
 ///     3    1 op (Op)
-///     4    1 flags: none defined in version 1, must be 0
+///     4    1 flags: none defined in version 2, must be 0
 ///     5    1 am id: Am only, < kAmIdMax
 ///     6    1 status: int8 Status of a reply (PutAck, GetResp), 0 otherwise
 ///     7    1 reserved, 0
 ///     8    4 length: payload bytes after the header
-///    12    4 get length: bytes asked by a GetReq, 0 otherwise
-///    16    8 remote address: Put, GetReq
+///    12    4 get length: bytes asked by a GetReq; a Hello's connection index; 0 otherwise
+///    16    8 remote address: Put, GetReq; a Hello's sender (kHelloIdentity)
 ///    24    8 region id: Put, GetReq (from the packed rkey)
 ///    32    8 region key: Put, GetReq (the registration's secret)
-///    40    8 request id: Put, PutAck, GetReq, GetResp, Ping, Pong
+///    40    8 request id: Put, PutAck, GetReq, GetResp, Ping, Pong; a HelloAck's verdict
 ///
-/// Initiator -> target: Am, Put, GetReq, Ping. Target -> initiator: PutAck
-/// (status of a Put), GetResp (status, then the data when Ok), Pong. Each
-/// field an op does not use must be zero; the decoder refuses anything else.
+/// Requests: Am, Put, GetReq, Ping. Replies: PutAck (status of a Put),
+/// GetResp (status, then the data when Ok), Pong. Each field an op does not
+/// use must be zero; the decoder refuses anything else.
+///
+/// Connection sharing (version 2). The first frame on every connection an
+/// endpoint opens is a Hello: the sender iface's IPv4 address and listening
+/// port, and the connection's index in its endpoint. Index 0, the
+/// endpoint's primary connection (active messages and small operations),
+/// may be shared: the target answers it with a HelloAck whose verdict
+/// says where the endpoint sends:
+///   Own (0): on this connection, which the target has no endpoint of its
+///     own on yet (one it creates later may adopt it and send there too);
+///   Yield (1): not here; the target's own endpoint to us has a primary
+///     connection coming that ours is to adopt (ties between two endpoints
+///     connecting to each other at once: the lower address's connection
+///     wins);
+///   Shared (2): on this connection, and an endpoint of the target sends
+///     its requests on it too.
+/// Either side may then send requests on a shared connection, and each
+/// answers on it the requests it received. An endpoint sends nothing but
+/// its Hello before its verdict. Bye: "I send no more requests here"; a
+/// side with no endpoint on the connection closes it once it has had one.
 inline constexpr uint16_t kMagic = 0x544d;
-inline constexpr uint8_t kVersion = 1;
+inline constexpr uint8_t kVersion = 2;
 inline constexpr size_t kHeaderSize = 48;
 
 enum class Op : uint8_t {
@@ -47,8 +66,23 @@ enum class Op : uint8_t {
   GetReq = 4,
   GetResp = 5,
   Ping = 6,
-  Pong = 7
+  Pong = 7,
+  Hello = 8,
+  HelloAck = 9,
+  Bye = 10
 };
+
+/// A HelloAck's verdict (its request id field).
+enum class Verdict : uint8_t { Own = 0, Yield = 1, Shared = 2 };
+
+/// Connection indexes a Hello may carry (MC_TCP_CONNS is at most 16).
+inline constexpr uint32_t kMaxConnIndex = 255;
+
+/// A Hello's sender, in its remote address field: IPv4 address (host byte
+/// order) << 16 | listening port. Comparing two of them breaks ties.
+inline uint64_t hello_identity(uint32_t ipv4_host_order, uint16_t port) {
+  return (uint64_t{ipv4_host_order} << 16) | port;
+}
 
 struct FrameHeader {
   Op op = Op::Am;
@@ -62,6 +96,15 @@ struct FrameHeader {
   uint64_t region_key = 0;
   uint64_t req_id = 0;
 };
+
+/// The Hello an endpoint sends first on its connection `index`.
+inline FrameHeader hello_header(uint64_t identity, uint32_t index) {
+  FrameHeader h;
+  h.op = Op::Hello;
+  h.remote_addr = identity;
+  h.get_length = index;
+  return h;
+}
 
 /// What a receiver accepts in one frame.
 struct Limits {
@@ -129,7 +172,7 @@ inline ucs::Result<FrameHeader> decode(std::span<const uint8_t> in, const Limits
     return bad("wire version " + std::to_string(version) + ", expected " + std::to_string(kVersion),
                ucs::Status::VersionMismatch);
   }
-  if (op < static_cast<uint8_t>(Op::Am) || op > static_cast<uint8_t>(Op::Pong)) {
+  if (op < static_cast<uint8_t>(Op::Am) || op > static_cast<uint8_t>(Op::Bye)) {
     return bad("unknown op " + std::to_string(op));
   }
   h.op = static_cast<Op>(op);
@@ -140,11 +183,11 @@ inline ucs::Result<FrameHeader> decode(std::span<const uint8_t> in, const Limits
   }
   h.status = static_cast<ucs::Status>(status);
   const bool rma_target = h.op == Op::Put || h.op == Op::GetReq;
-  if (!rma_target && (h.remote_addr || h.region_id || h.region_key)) {
+  if (!rma_target && (h.region_id || h.region_key || (h.remote_addr && h.op != Op::Hello))) {
     return bad("remote address or region set on a frame that has none");
   }
   if (h.op != Op::Am && h.am_id != 0) return bad("am id set on a frame that is not an am");
-  if (h.op != Op::GetReq && h.get_length != 0)
+  if (h.op != Op::GetReq && h.op != Op::Hello && h.get_length != 0)
     return bad("get length set on a frame that is not a get");
   switch (h.op) {
     case Op::Am:
@@ -170,6 +213,24 @@ inline ucs::Result<FrameHeader> decode(std::span<const uint8_t> in, const Limits
     case Op::Ping:
     case Op::Pong:
       if (h.length != 0) return bad("payload on a control frame");
+      break;
+    case Op::Hello:
+      if (h.length != 0 || h.req_id != 0) return bad("payload or request id on a hello");
+      if ((h.remote_addr >> 48) != 0 || (h.remote_addr & 0xffff) == 0) {
+        return bad("hello without a valid address and port");
+      }
+      if (h.get_length > kMaxConnIndex) {
+        return bad("hello for connection " + std::to_string(h.get_length));
+      }
+      break;
+    case Op::HelloAck:
+      if (h.length != 0) return bad("payload on a control frame");
+      if (h.req_id > static_cast<uint64_t>(Verdict::Shared)) {
+        return bad("unknown verdict " + std::to_string(h.req_id));
+      }
+      break;
+    case Op::Bye:
+      if (h.length != 0 || h.req_id != 0) return bad("payload or request id on a bye");
       break;
   }
   return h;

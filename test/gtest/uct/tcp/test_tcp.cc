@@ -17,8 +17,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <random>
 #include <thread>
 
@@ -186,6 +188,26 @@ Result<wire::FrameHeader> read_header(int fd) {
   return wire::decode({buf, sizeof(buf)}, {1u << 20, 1u << 30}, nullptr);
 }
 
+// A raw initiator's Hello: connection index 1 (a striping connection, which
+// gets no verdict and no adoption), from a port no iface listens on.
+bool send_hello(int fd, uint32_t index = 1) {
+  return send_header(fd, wire::hello_header(wire::hello_identity(0x7f000001, 1), index));
+}
+
+// A fake target's side of the handshake: reads the Hello of an accepted
+// connection, answers a primary's with `verdict`; the connection's index.
+Result<uint32_t> answer_hello(int fd, wire::Verdict verdict = wire::Verdict::Own) {
+  auto h = read_header(fd);
+  if (!h.ok() || h->op != wire::Op::Hello) return Status::BadData;
+  if (h->get_length == 0) {
+    wire::FrameHeader ack;
+    ack.op = wire::Op::HelloAck;
+    ack.req_id = static_cast<uint64_t>(verdict);
+    if (!send_header(fd, ack)) return Status::IoError;
+  }
+  return h->get_length;
+}
+
 // True when the peer closed `fd` (EOF or reset) within the deadline.
 bool closed_by_peer(int fd) {
   uint8_t b;
@@ -277,7 +299,7 @@ Status decode_status(const std::vector<uint8_t>& buf) {
 }
 
 TEST(TcpWire, HeaderRoundTripsEveryOp) {
-  std::vector<wire::FrameHeader> frames(7);
+  std::vector<wire::FrameHeader> frames(10);
   frames[0].op = wire::Op::Am;
   frames[0].am_id = 31;
   frames[0].length = 64 * 1024;
@@ -300,6 +322,10 @@ TEST(TcpWire, HeaderRoundTripsEveryOp) {
   frames[5].op = wire::Op::Ping;
   frames[5].req_id = 5;
   frames[6].op = wire::Op::Pong;
+  frames[7] = wire::hello_header(wire::hello_identity(0x7f000001, 40000), 15);
+  frames[8].op = wire::Op::HelloAck;
+  frames[8].req_id = static_cast<uint64_t>(wire::Verdict::Shared);
+  frames[9].op = wire::Op::Bye;
   for (const auto& h : frames) {
     std::string why;
     auto d = wire::decode(encoded(h), kLimits, &why);
@@ -348,9 +374,9 @@ TEST(TcpWire, HeaderRejectsMalformedFields) {
     return decode_status(b);
   };
   EXPECT_EQ(with(0, 0), Status::BadData);          // magic
-  EXPECT_EQ(with(2, 2), Status::VersionMismatch);  // version
+  EXPECT_EQ(with(2, 1), Status::VersionMismatch);  // version 1: no handshake
   EXPECT_EQ(with(3, 0), Status::BadData);          // op 0
-  EXPECT_EQ(with(3, 8), Status::BadData);          // op past the last
+  EXPECT_EQ(with(3, 11), Status::BadData);         // op past the last
   EXPECT_EQ(with(4, 1), Status::BadData);          // flags
   EXPECT_EQ(with(5, 1), Status::BadData);          // am id on a put
   EXPECT_EQ(with(6, 0xfe), Status::BadData);       // status on a request
@@ -394,6 +420,37 @@ TEST(TcpWire, HeaderRejectsMalformedFields) {
   get.op = wire::Op::GetReq;
   get.length = 4;
   EXPECT_EQ(decode_status(encoded(get)), Status::BadData);  // payload on a request
+
+  const auto hello = wire::hello_header(wire::hello_identity(0x7f000001, 5000), 0);
+  ASSERT_EQ(decode_status(encoded(hello)), Status::Ok);
+  auto bad_hello = hello;
+  bad_hello.remote_addr = wire::hello_identity(0x7f000001, 0);
+  EXPECT_EQ(decode_status(encoded(bad_hello)), Status::BadData);  // no port
+  bad_hello.remote_addr = uint64_t{1} << 48;
+  EXPECT_EQ(decode_status(encoded(bad_hello)), Status::BadData);  // past 48 bits
+  bad_hello = hello;
+  bad_hello.get_length = wire::kMaxConnIndex + 1;
+  EXPECT_EQ(decode_status(encoded(bad_hello)), Status::BadData);  // connection index
+  bad_hello = hello;
+  bad_hello.req_id = 1;
+  EXPECT_EQ(decode_status(encoded(bad_hello)), Status::BadData);
+  bad_hello = hello;
+  bad_hello.region_id = 1;
+  EXPECT_EQ(decode_status(encoded(bad_hello)), Status::BadData);
+  wire::FrameHeader ack2;
+  ack2.op = wire::Op::HelloAck;
+  ack2.req_id = 3;
+  EXPECT_EQ(decode_status(encoded(ack2)), Status::BadData);  // unknown verdict
+  ack2.req_id = 0;
+  ack2.remote_addr = 1;
+  EXPECT_EQ(decode_status(encoded(ack2)), Status::BadData);
+  wire::FrameHeader bye;
+  bye.op = wire::Op::Bye;
+  bye.req_id = 1;
+  EXPECT_EQ(decode_status(encoded(bye)), Status::BadData);
+  bye.req_id = 0;
+  bye.get_length = 1;
+  EXPECT_EQ(decode_status(encoded(bye)), Status::BadData);
 }
 
 TEST(TcpWire, GarbageNeverDecodesToSomethingElse) {
@@ -406,7 +463,7 @@ TEST(TcpWire, GarbageNeverDecodesToSomethingElse) {
     for (auto& x : b) x = static_cast<uint8_t>(rng());
     // Make some of them nearly valid so the deeper checks are reached.
     if (i % 2) {
-      b[0] = 0x4d, b[1] = 0x54, b[2] = wire::kVersion, b[3] = 1 + (b[3] % 7);
+      b[0] = 0x4d, b[1] = 0x54, b[2] = wire::kVersion, b[3] = 1 + (b[3] % 10);
       for (size_t k = 4; k < 48; ++k) b[k] = (rng() % 4 == 0) ? b[k] : 0;
     }
     auto d = wire::decode(b, kLimits, nullptr);
@@ -815,10 +872,37 @@ TEST_F(TcpTest, MalformedFramesCloseOnlyTheirConnection) {
     ASSERT_TRUE(write_full(fd, "abc", 3));
     close(fd);
   }
+  // A well-formed request before the Hello.
+  {
+    const int fd = raw_connect(port);
+    ASSERT_GE(fd, 0);
+    wire::FrameHeader ping;
+    ping.op = wire::Op::Ping;
+    ping.req_id = 1;
+    ASSERT_TRUE(send_header(fd, ping));
+    EXPECT_TRUE(closed_by_peer(fd));
+    close(fd);
+  }
+  // Handshake frames out of place (a second Hello, a HelloAck sent to the
+  // target), and a Bye on a connection no endpoint of the target uses,
+  // which ends it.
+  for (int round = 0; round < 3; ++round) {
+    const int fd = raw_connect(port);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(send_hello(fd));
+    wire::FrameHeader h;
+    if (round == 0) h = wire::hello_header(wire::hello_identity(0x7f000001, 1), 1);
+    if (round == 1) h.op = wire::Op::HelloAck;
+    if (round == 2) h.op = wire::Op::Bye;
+    ASSERT_TRUE(send_header(fd, h));
+    EXPECT_TRUE(closed_by_peer(fd)) << "round " << round;
+    close(fd);
+  }
   // A raw peer speaking the protocol: refused put, then ping, still answered.
   {
     const int fd = raw_connect(port);
     ASSERT_GE(fd, 0);
+    ASSERT_TRUE(send_hello(fd));
     wire::FrameHeader h;
     h.op = wire::Op::Put;
     h.length = 64;
@@ -871,11 +955,16 @@ TEST_F(TcpTest, EveryConnectionIsOpenedAndLargeOperationsUseThemAll) {
   Region fake = make_region(1 << 20, kAccessAll, 12);
   auto ep = connect_port(*a, port);
   ASSERT_NE(ep, nullptr);
-  std::vector<int> fds;
+  // Each connection starts with a Hello naming its index; the primary's
+  // gets its verdict.
+  std::vector<int> fds(kConns, -1);
   for (int i = 0; i < kConns; ++i) {
     ASSERT_TRUE(wait_readable(lfd, 10000)) << "only " << i << " connections were opened";
-    fds.push_back(accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC));
-    ASSERT_GE(fds.back(), 0);
+    const int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    auto index = answer_hello(fd);
+    ASSERT_TRUE(index.ok() && *index < kConns && fds[*index] < 0);
+    fds[*index] = fd;
   }
 
   // Serves one frame on each connection, in order; records what came where.
@@ -953,7 +1042,7 @@ TEST_F(TcpTest, EveryConnectionIsOpenedAndLargeOperationsUseThemAll) {
   EXPECT_NE(flush_ep(*ep, {a.get()}), Status::Ok);
 }
 
-// --- failures ------------------------------------------------------------------
+// --- connection sharing ---------------------------------------------------------
 
 struct Errors {
   std::vector<std::pair<Endpoint*, Status>> seen;
@@ -961,6 +1050,214 @@ struct Errors {
     return [this](Endpoint* ep, Status s) { seen.emplace_back(ep, s); };
   }
 };
+
+
+// Established TCP connections whose local port is one of `ports`, i.e. the
+// connections those listening ifaces accepted (/proc/net/tcp: the fourth
+// column is the state, 01 = ESTABLISHED; ports are hexadecimal).
+size_t accepted_conns(std::initializer_list<uint16_t> ports) {
+  std::ifstream f("/proc/net/tcp");
+  std::string line;
+  std::getline(f, line);
+  size_t n = 0;
+  while (std::getline(f, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    if (state != "01") continue;
+    const auto port = static_cast<uint16_t>(std::stoul(local.substr(local.find(':') + 1), 0, 16));
+    for (uint16_t p : ports) n += port == p;
+  }
+  return n;
+}
+
+uint16_t port_of(Iface& iface) { return *wire::decode_iface_addr(iface.iface_address()); }
+
+// Records the 8-byte values of active messages `id`.
+void record_ams(Iface& iface, uint8_t id, std::vector<uint64_t>* seen) {
+  ASSERT_EQ(iface.set_am_handler(id,
+                                 [seen](const void* data, size_t, unsigned) {
+                                   uint64_t v;
+                                   std::memcpy(&v, data, 8);
+                                   seen->push_back(v);
+                                   return Status::Ok;
+                                 }),
+            Status::Ok);
+}
+
+TEST_F(TcpTest, EndpointsToEachOtherShareOneConnection) {
+  const Env one{{"MC_TCP_CONNS", "1"}};
+  auto a = open_iface(one), b = open_iface(one);
+  ASSERT_TRUE(a && b);
+  // Created at once, before either side progresses: the two primaries
+  // cross and one of them is kept for both.
+  auto ab = connect(*a, *b);
+  auto ba = connect(*b, *a);
+  ASSERT_TRUE(ab && ba);
+  std::vector<uint64_t> at_a, at_b;
+  record_ams(*a, 2, &at_a);
+  record_ams(*b, 2, &at_b);
+  for (uint64_t i = 0; i < 50; ++i) {  // ping-pong
+    ASSERT_EQ(ab->am_short(2, i, nullptr, 0), Status::Ok);
+    ASSERT_TRUE(progress_until([&] { return at_b.size() == i + 1; }, {a.get(), b.get()}));
+    ASSERT_EQ(ba->am_short(2, i, nullptr, 0), Status::Ok);
+    ASSERT_TRUE(progress_until([&] { return at_a.size() == i + 1; }, {a.get(), b.get()}));
+    ASSERT_EQ(at_b[i], i);
+    ASSERT_EQ(at_a[i], i);
+  }
+  Region ra = make_region(4096, kAccessAll, 21), rb = make_region(4096, kAccessAll, 22);
+  std::vector<uint8_t> src(4096);
+  fill(src, 23);
+  Iov iov{src.data(), src.size(), nullptr};
+  Comp c1, c2;
+  EXPECT_EQ(finish(ab->put_zcopy(&iov, 1, rb.addr(), *rb.rkey, &c1), c1, {a.get(), b.get()}),
+            Status::Ok);
+  EXPECT_EQ(finish(ba->put_zcopy(&iov, 1, ra.addr(), *ra.rkey, &c2), c2, {a.get(), b.get()}),
+            Status::Ok);
+  EXPECT_EQ(ra.buf, src);
+  EXPECT_EQ(rb.buf, src);
+  EXPECT_EQ(ab->connect_status(), Status::Ok);
+  EXPECT_EQ(ba->connect_status(), Status::Ok);
+  // The primary that lost was closed: one connection carries both ways.
+  EXPECT_TRUE(progress_until([&] { return accepted_conns({port_of(*a), port_of(*b)}) == 1; },
+                             {a.get(), b.get()}))
+      << accepted_conns({port_of(*a), port_of(*b)}) << " connections";
+}
+
+TEST_F(TcpTest, ALaterEndpointAdoptsThePeersPrimaryAndOutlivesItsOwner) {
+  const Env env{{"MC_TCP_CONNS", "2"}, {"MC_TCP_STRIPE_THRESH", "64k"}};
+  auto a = open_iface(env), b = open_iface(env);
+  ASSERT_TRUE(a && b);
+  const uint16_t pa = port_of(*a), pb = port_of(*b);
+  auto ab = connect(*a, *b);
+  ASSERT_NE(ab, nullptr);
+  ASSERT_TRUE(progress_until([&] { return ab->connect_status() == Status::Ok; }, {a.get()}));
+  // b's endpoint takes a's primary and opens only its second connection.
+  auto ba = connect(*b, *a);
+  ASSERT_NE(ba, nullptr);
+  ASSERT_TRUE(progress_until([&] { return ba->connect_status() == Status::Ok; }, {b.get()}));
+  EXPECT_TRUE(progress_until([&] { return accepted_conns({pa, pb}) == 3; }, {a.get(), b.get()}))
+      << accepted_conns({pa, pb}) << " connections, 3 expected (2 + 1)";
+
+  std::vector<uint64_t> at_a, at_b;
+  record_ams(*a, 5, &at_a);
+  record_ams(*b, 5, &at_b);
+  Region ra = make_region(1 << 20, kAccessAll, 31), rb = make_region(1 << 20, kAccessAll, 32);
+  std::vector<uint8_t> src(1 << 20);
+  fill(src, 33);
+  Iov iov{src.data(), src.size(), nullptr};
+  for (auto* pair : {&ab, &ba}) {  // striped puts and an active message each way
+    Region& r = pair == &ab ? rb : ra;
+    Comp c;
+    EXPECT_EQ(finish((*pair)->put_zcopy(&iov, 1, r.addr(), *r.rkey, &c), c, {a.get(), b.get()}),
+              Status::Ok);
+    EXPECT_EQ(r.buf, src);
+    ASSERT_EQ((*pair)->am_short(5, 7, nullptr, 0), Status::Ok);
+  }
+  ASSERT_TRUE(progress_until([&] { return at_a.size() == 1 && at_b.size() == 1; },
+                             {a.get(), b.get()}));
+
+  // a's endpoint goes; the connection it opened stays for b's.
+  ab.reset();
+  fill(src, 34);
+  for (uint64_t i = 0; i < 20; ++i) ASSERT_EQ(ba->am_short(5, 100 + i, nullptr, 0), Status::Ok);
+  Comp c;
+  EXPECT_EQ(finish(ba->put_zcopy(&iov, 1, ra.addr(), *ra.rkey, &c), c, {a.get(), b.get()}),
+            Status::Ok);
+  EXPECT_EQ(ra.buf, src);
+  ASSERT_TRUE(progress_until([&] { return at_a.size() == 21; }, {a.get(), b.get()}));
+  for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(at_a[1 + i], 100 + i);
+  EXPECT_EQ(flush_ep(*ba, {a.get(), b.get()}), Status::Ok);
+  // b's goes too: nothing is left open.
+  ba.reset();
+  EXPECT_TRUE(progress_until([&] { return accepted_conns({pa, pb}) == 0; }, {a.get(), b.get()}))
+      << accepted_conns({pa, pb}) << " connections left";
+}
+
+TEST_F(TcpTest, TheTargetsVerdictDecidesWhereTheEndpointSends) {
+  for (auto verdict : {wire::Verdict::Own, wire::Verdict::Yield, wire::Verdict::Shared}) {
+    SCOPED_TRACE("verdict " + std::to_string(static_cast<int>(verdict)));
+    Errors errors;
+    auto a = open_iface({{"MC_TCP_CONNS", "1"}}, errors.handler());
+    ASSERT_NE(a, nullptr);
+    std::vector<uint64_t> at_a;
+    record_ams(*a, 4, &at_a);
+    uint16_t port = 0;
+    const int lfd = raw_listen(&port);
+    ASSERT_GE(lfd, 0);
+    Region fake = make_region(4096, kAccessAll, 41);
+    auto ep = connect_port(*a, port);
+    ASSERT_NE(ep, nullptr);
+    ASSERT_TRUE(wait_readable(lfd, 10000));
+    const int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    // Nothing but the Hello before the verdict.
+    ASSERT_EQ(ep->put_short(fake.buf.data(), 64, fake.addr(), *fake.rkey), Status::Ok);
+    auto index = read_header(fd);
+    ASSERT_TRUE(index.ok());
+    ASSERT_EQ(index->op, wire::Op::Hello);
+    EXPECT_EQ(index->remote_addr, wire::hello_identity(0x7f000001, port_of(*a)));
+    EXPECT_FALSE(wait_readable(fd, 20));
+    wire::FrameHeader ack;
+    ack.op = wire::Op::HelloAck;
+    ack.req_id = static_cast<uint64_t>(verdict);
+    ASSERT_TRUE(send_header(fd, ack));
+    // Yield offers a connection that never comes: the endpoint sends on its
+    // own after a short wait.
+    auto put = read_header(fd);
+    ASSERT_TRUE(put.ok());
+    ASSERT_EQ(put->op, wire::Op::Put);
+    std::vector<uint8_t> payload(put->length);
+    ASSERT_TRUE(read_full(fd, payload.data(), payload.size()));
+    wire::FrameHeader put_ack;
+    put_ack.op = wire::Op::PutAck;
+    put_ack.req_id = put->req_id;
+    ASSERT_TRUE(send_header(fd, put_ack));
+    EXPECT_EQ(flush_ep(*ep, {a.get()}), Status::Ok);
+    // The peer may send requests on the endpoint's primary once it gave its
+    // verdict (it adopted it, now or for a later endpoint of its own).
+    wire::FrameHeader am;
+    am.op = wire::Op::Am;
+    am.am_id = 4;
+    am.length = 8;
+    const uint64_t value = 0x5eed;
+    ASSERT_TRUE(send_header(fd, am) && write_full(fd, &value, 8));
+    ASSERT_TRUE(progress_until([&] { return at_a.size() == 1; }, {a.get()}));
+    EXPECT_EQ(at_a[0], value);
+    EXPECT_TRUE(errors.seen.empty());
+    ep.reset();
+    close(fd);
+    close(lfd);
+  }
+}
+
+TEST_F(TcpTest, ARequestBeforeTheVerdictIsAProtocolError) {
+  Errors errors;
+  auto a = open_iface({{"MC_TCP_CONNS", "1"}}, errors.handler());
+  ASSERT_NE(a, nullptr);
+  uint16_t port = 0;
+  const int lfd = raw_listen(&port);
+  ASSERT_GE(lfd, 0);
+  auto ep = connect_port(*a, port);
+  ASSERT_NE(ep, nullptr);
+  ASSERT_TRUE(wait_readable(lfd, 10000));
+  const int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto hello = read_header(fd);
+  ASSERT_TRUE(hello.ok());
+  ASSERT_EQ(hello->op, wire::Op::Hello);
+  wire::FrameHeader ping;
+  ping.op = wire::Op::Ping;
+  ping.req_id = 1;
+  ASSERT_TRUE(send_header(fd, ping));
+  ASSERT_TRUE(progress_until([&] { return errors.seen.size() == 1; }, {a.get()}));
+  EXPECT_EQ(errors.seen[0].second, Status::BadData);
+  EXPECT_TRUE(closed_by_peer(fd));
+  close(fd);
+  close(lfd);
+}
+
+// --- failures ------------------------------------------------------------------
 
 TEST_F(TcpTest, ConnectingToAClosedPortFailsAndCallsTheHandler) {
   Errors errors;
@@ -1158,6 +1455,7 @@ TEST_F(TcpTest, PeerThatNeverReadsRepliesIsThrottled) {
                         &key, nullptr));
   const int fd = raw_connect(*wire::decode_iface_addr(b->iface_address()), 256 * 1024);
   ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_hello(fd));
   // Up to 200000 get requests (9.6 MB) without reading a single reply.
   constexpr uint64_t kMax = 200000;
   uint64_t sent = 0;
@@ -1222,6 +1520,7 @@ TEST_F(TcpTest, ReplyBeforeTheRequestWasSentIsAProtocolError) {
   ASSERT_TRUE(wait_readable(lfd, 10000));
   const int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
   ASSERT_GE(fd, 0);
+  ASSERT_TRUE(answer_hello(fd).ok());
   // 64 MiB cannot sit in socket buffers: the put is still being sent when a
   // forged acknowledgement arrives after its header.
   Iov iov{fake.buf.data(), fake.buf.size(), nullptr};
@@ -1526,8 +1825,11 @@ TEST_F(TcpTest, HostilePeerWithAValidKeyCannotReachOutsideTheRegion) {
   int fd = -1;
   uint64_t req_id = 100;
   for (const Bad& r : bad) {
-    if (fd < 0) fd = raw_connect(port);
-    ASSERT_GE(fd, 0);
+    if (fd < 0) {
+      fd = raw_connect(port);
+      ASSERT_GE(fd, 0);
+      ASSERT_TRUE(send_hello(fd));
+    }
     wire::FrameHeader h;
     h.op = r.op;
     h.remote_addr = r.addr;
