@@ -30,6 +30,8 @@ constexpr size_t kDirectRecvMin = 8 * 1024;
 // connection cannot starve the others of the loop.
 constexpr int kRecvRounds = 16;
 constexpr size_t kMaxSendIov = 64;
+// Frames up to this size are gathered and sent with send().
+constexpr size_t kSmallSend = 256;
 
 }  // namespace
 
@@ -230,18 +232,42 @@ void TcpConn::update_events_locked() {
   if (loop_->modify_fd(fd_, want) == Status::Ok) events_ = want;
 }
 
+namespace {
+
+// The part of `f` not sent yet as iovecs (at most 1 + f.data_count).
+size_t unsent_iov(const TxFrame& f, iovec* vec) {
+  size_t n = 0;
+  size_t skip = f.sent;
+  if (skip < wire::kHeaderSize) {
+    vec[n++] = iovec{const_cast<uint8_t*>(f.hdr) + skip, wire::kHeaderSize - skip};
+    skip = 0;
+  } else {
+    skip -= wire::kHeaderSize;
+  }
+  for (uint32_t i = 0; i < f.data_count; ++i) {
+    if (skip >= f.data[i].iov_len) {
+      skip -= f.data[i].iov_len;
+      continue;
+    }
+    vec[n++] = iovec{static_cast<uint8_t*>(f.data[i].iov_base) + skip, f.data[i].iov_len - skip};
+    skip = 0;
+  }
+  return n;
+}
+
+}  // namespace
+
 bool TcpConn::send_locked(TxFrame& frame) {
   if (!dead_ && !connecting_ && !broken_ && tx_.empty() && !in_rx_) {
-    tx_.push_back(std::move(frame));
+    // Straight from the caller's frame: it joins the queue only if the
+    // socket does not take all of it.
+    iovec vec[kMaxFrameIov + 1];
     bool revoked = false;
-    const ssize_t n = send_front_locked(&revoked);
-    if (n >= 0 && static_cast<size_t>(n) == tx_.front().total) {
-      frame = std::move(tx_.front());
-      tx_.pop_front();
-      return true;
-    }
-    if (tx_.front().reply) ++replies_queued_;
-    if (n > 0) tx_.front().sent = static_cast<size_t>(n);
+    const ssize_t n = sendmsg_locked(vec, unsent_iov(frame, vec), frame.region.get(), &revoked);
+    if (n >= 0 && static_cast<size_t>(n) == frame.total) return true;
+    if (n > 0) frame.sent = static_cast<size_t>(n);
+    if (frame.reply) ++replies_queued_;
+    tx_.push_back(std::move(frame));
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
       if (loop_->in_loop_thread()) {
         fail_locked(Status::ConnectionReset, "send failed: " + ucs::errno_string(errno), false);
@@ -269,22 +295,31 @@ ssize_t TcpConn::send_front_locked(bool* revoked) {
     // one region per sendmsg.
     if (f.region && region && f.region.get() != region) break;
     if (n + 1 + f.data_count > kMaxSendIov) break;
-    size_t skip = f.sent;
-    if (skip < wire::kHeaderSize) {
-      vec[n++] = iovec{f.hdr + skip, wire::kHeaderSize - skip};
-      skip = 0;
-    } else {
-      skip -= wire::kHeaderSize;
-    }
-    for (uint32_t i = 0; i < f.data_count; ++i) {
-      if (skip >= f.data[i].iov_len) {
-        skip -= f.data[i].iov_len;
-        continue;
-      }
-      vec[n++] = iovec{static_cast<uint8_t*>(f.data[i].iov_base) + skip, f.data[i].iov_len - skip};
-      skip = 0;
-    }
+    n += unsent_iov(f, vec + n);
     if (f.region) region = f.region.get();
+  }
+  return sendmsg_locked(vec, n, region, revoked);
+}
+
+ssize_t TcpConn::sendmsg_locked(iovec* vec, size_t n, TcpRegion* region, bool* revoked) {
+  if (!region && n > 1) {
+    // A small message goes out in one piece: send() takes no iovec array
+    // to import, which is most of the system call's overhead at this size.
+    size_t total = 0;
+    for (size_t i = 0; i < n; ++i) total += vec[i].iov_len;
+    if (total <= kSmallSend) {
+      uint8_t buf[kSmallSend];
+      size_t off = 0;
+      for (size_t i = 0; i < n; ++i) {
+        std::memcpy(buf + off, vec[i].iov_base, vec[i].iov_len);
+        off += vec[i].iov_len;
+      }
+      ssize_t w;
+      do {
+        w = send(fd_, buf, total, MSG_NOSIGNAL | MSG_DONTWAIT);
+      } while (w < 0 && errno == EINTR);
+      return w;
+    }
   }
   msghdr msg{};
   msg.msg_iov = vec;

@@ -26,6 +26,8 @@ struct TcpRequest;
 inline constexpr size_t kMaxIov = 8;
 /// Payload pieces of one frame: an am zcopy header and kMaxIov entries.
 inline constexpr size_t kMaxFrameIov = kMaxIov + 1;
+/// Active messages up to this size are received without an allocation.
+inline constexpr size_t kSmallAm = 64;
 
 /// A frame to send: the encoded header, then `data` (user memory for zcopy,
 /// a bounce buffer for bcopy, registered memory for a get reply).
@@ -65,7 +67,8 @@ struct RxSink {
   bool discard = false;
   bool revoked = false;  ///< the region went away mid-frame: the rest was dropped
   std::shared_ptr<TcpRegion> region;
-  std::vector<uint8_t> owned;  ///< an active message's own buffer
+  std::vector<uint8_t> owned;  ///< an active message's own buffer, past kSmallAm bytes
+  std::array<uint8_t, kSmallAm> small;  ///< a small active message (no allocation)
   Status status = Status::Ok;  ///< the handler's verdict on the frame (e.g. refused put)
   uint64_t cookie = 0;         ///< the handler's own
 
@@ -214,6 +217,9 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   void update_events_locked();
   /// sendmsg() of queued frames from the front; bytes written or -1.
   ssize_t send_front_locked(bool* revoked);
+  /// sendmsg() of `vec`, under `region`'s lock when set; -1 with EFAULT and
+  /// `*revoked` when the region went away.
+  ssize_t sendmsg_locked(iovec* vec, size_t n, TcpRegion* region, bool* revoked);
   void advance_locked(size_t written);
   size_t rx_len() const { return rx_end_ - rx_start_; }
   bool backlogged() const { return tx_backlog_limit && replies_queued_ >= tx_backlog_limit; }

@@ -163,8 +163,9 @@ class TcpEp : public Endpoint, private TcpConnHandler {
   Status post_rma(TcpRequest* req, wire::Op op, const Iov* iov, size_t iov_count, size_t total,
                   uint64_t remote_addr, const TcpRkey& key, void* bounce);
   /// Sends an active message frame; Ok when written at once, InProgress when
-  /// queued (`req` then completes when it is sent).
-  Status post_am(TxFrame& frame, Completion* comp);
+  /// queued (a request then completes `comp` when it is sent). `on_stack`:
+  /// the payload is the caller's until we return (copied when queued).
+  Status post_am(TxFrame& frame, Completion* comp, bool on_stack = false);
   void track(TcpRequest* req);
   void release_bounce(void* bounce);
 

@@ -86,23 +86,25 @@ Status TcpEp::post_rma(TcpRequest* req, wire::Op op, const Iov* iov, size_t iov_
   return Status::Ok;
 }
 
-Status TcpEp::post_am(TxFrame& frame, Completion* comp) {
-  auto* req = new TcpRequest(TcpRequest::Kind::Am, this, comp);
-  {
-    std::lock_guard guard(lock_);
-    if (failed_ != Status::Ok) {
-      release_bounce(frame.bounce);
-      delete req;
-      return failed_;
-    }
-    frame.req = req;
-    if (send_primary_locked(frame)) {
-      release_bounce(frame.bounce);
-      delete req;
-      return Status::Ok;
-    }
+Status TcpEp::post_am(TxFrame& frame, Completion* comp, bool on_stack) {
+  std::lock_guard guard(lock_);
+  if (failed_ != Status::Ok) {
+    release_bounce(frame.bounce);
+    return failed_;
   }
-  track(req);
+  if (send_primary_locked(frame)) {
+    release_bounce(frame.bounce);
+    return Status::Ok;
+  }
+  // A send failing on the loop thread fails the endpoint at once, which
+  // released the queued frame (its bounce buffer too).
+  if (failed_ != Status::Ok) return failed_;
+  // Queued (at the back): it completes when sent, and may not read the
+  // caller's stack after we return.
+  TxFrame& queued = share_ == ShareState::Settled ? conns_[0]->tx_locked().back() : waiting_.back();
+  if (on_stack) queued.keep_rest();
+  queued.req = new TcpRequest(TcpRequest::Kind::Am, this, comp);
+  track(queued.req);
   return Status::InProgress;
 }
 
@@ -220,8 +222,8 @@ Status TcpEp::am_short(uint8_t id, uint64_t header, const void* payload, size_t 
     return Status::InvalidParam;
   }
   MC_RETURN_IF_ERROR(admit());
-  auto* buf = static_cast<uint8_t*>(iface_->bounce_pool().get());
-  if (!buf) return Status::NoResource;
+  // Sent from here; copied only if the socket does not take it at once.
+  uint8_t buf[kMaxShort];
   // The 8-byte header travels little-endian, like every wire field.
   for (int i = 0; i < 8; ++i) buf[i] = static_cast<uint8_t>(header >> (8 * i));
   if (length) std::memcpy(buf + 8, payload, length);
@@ -231,8 +233,7 @@ Status TcpEp::am_short(uint8_t id, uint64_t header, const void* payload, size_t 
   h.length = static_cast<uint32_t>(8 + length);
   TxFrame frame(h);
   frame.add(buf, 8 + length);
-  frame.bounce = buf;
-  const Status s = post_am(frame, nullptr);
+  const Status s = post_am(frame, nullptr, true);
   return s == Status::InProgress ? Status::Ok : s;
 }
 

@@ -255,8 +255,11 @@ unsigned TcpIface::progress() {
   // A caller-driven loop that nobody runs on a thread is driven from here;
   // what its callbacks did (a put written, a get served) counts as work.
   if (!own_loop_ && !loop_->is_running()) {
+    direct_am_.store(true, std::memory_order_relaxed);
     Result<size_t> n = loop_->progress(std::chrono::milliseconds(0));
+    direct_am_.store(false, std::memory_order_relaxed);
     if (n.ok()) count += static_cast<unsigned>(*n);
+    count += static_cast<unsigned>(std::exchange(direct_ams_, 0));
   }
   size_t budget;
   {
@@ -275,7 +278,7 @@ unsigned TcpIface::progress() {
       case Event::Type::Done: ev.req->ep->complete(ev.req); break;
       case Event::Type::Am:
         am_queued_.fetch_sub(1);
-        (void)invoke_am(ev.am_id, ev.data.data(), ev.data.size(), 0);
+        (void)invoke_am(ev.am_id, ev.payload(), ev.length, 0);
         break;
       case Event::Type::EpError: ev.ep->report_error(ev.status); break;
     }

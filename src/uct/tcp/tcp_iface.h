@@ -69,8 +69,11 @@ class TcpIface : public Iface, private TcpConnHandler {
     TcpRequest* req = nullptr;  ///< Done
     TcpEp* ep = nullptr;        ///< EpError
     Status status = Status::Ok;
-    uint8_t am_id = 0;          ///< Am
-    std::vector<uint8_t> data;  ///< Am
+    uint8_t am_id = 0;                    ///< Am
+    uint32_t length = 0;                  ///< Am: payload bytes
+    std::array<uint8_t, kSmallAm> small;  ///< Am: the payload, up to kSmallAm bytes
+    std::vector<uint8_t> data;            ///< Am: the payload, past kSmallAm bytes
+    const uint8_t* payload() const { return length <= kSmallAm ? small.data() : data.data(); }
   };
 
   // For endpoints.
@@ -158,6 +161,10 @@ class TcpIface : public Iface, private TcpConnHandler {
   std::unordered_map<TcpConn*, std::shared_ptr<TcpConn>> conns_;
   std::vector<std::weak_ptr<TcpConn>> paused_;  ///< stopped reading: too many AMs queued
   std::atomic<size_t> am_queued_{0};            ///< Am events not yet delivered
+  /// Set while progress() drives a caller's loop on the user's thread:
+  /// active messages are handed to their handler as they are read.
+  std::atomic<bool> direct_am_{false};
+  size_t direct_ams_ = 0;  ///< handed over so during this progress() (user thread)
   std::atomic<bool> any_paused_{false};  ///< paused_ is not empty (a hint, read without the lock)
   std::mutex events_lock_;               ///< guards events_ and armed_
   std::deque<Event> events_;

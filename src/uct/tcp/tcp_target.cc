@@ -5,6 +5,8 @@
 // queued for progress(); puts and gets are served at once, but only inside a
 // live registration whose key, access and bounds match), and replies, which
 // go to the endpoint that sends on the connection.
+#include <cstring>
+
 #include "ucs/log/log.h"
 #include "uct/tcp/tcp_iface.h"
 
@@ -122,8 +124,12 @@ Status TcpIface::begin_request(TcpConn& conn, const wire::FrameHeader& h, RxSink
                                std::string* why) {
   switch (h.op) {
     case wire::Op::Am:
-      sink->owned.resize(h.length);
-      sink->add(sink->owned.data(), h.length);
+      if (h.length <= kSmallAm) {
+        sink->add(sink->small.data(), h.length);
+      } else {
+        sink->owned.resize(h.length);
+        sink->add(sink->owned.data(), h.length);
+      }
       return Status::Ok;
     case wire::Op::Put: {
       std::string refused;
@@ -182,11 +188,27 @@ Status TcpIface::end_frame(TcpConn& conn, const wire::FrameHeader& h, RxSink& si
   if (h.op == wire::Op::PutAck || h.op == wire::Op::GetResp || h.op == wire::Op::Pong) {
     return conn.owner ? conn.owner->end_frame(conn, h, sink, why) : Status::Ok;
   }
-  if (h.op == wire::Op::Am) {
+  if (h.op == wire::Op::Am && direct_am_.load(std::memory_order_relaxed) &&
+      am_queued_.load(std::memory_order_relaxed) == 0) {
+    // This iface's progress() drives the loop on the user's thread and no
+    // message read earlier (by another iface's progress() on a shared loop)
+    // waits in the queue: the handler runs now (as UCX calls it from its
+    // read), without our lock, which its own sends on our endpoints take.
+    const uint8_t* data = h.length <= kSmallAm ? sink.small.data() : sink.owned.data();
+    lock_.unlock();
+    (void)invoke_am(h.am_id, data, h.length, 0);
+    lock_.lock();
+    ++direct_ams_;
+  } else if (h.op == wire::Op::Am) {
     Event ev;
     ev.type = Event::Type::Am;
     ev.am_id = h.am_id;
-    ev.data = std::move(sink.owned);
+    ev.length = h.length;
+    if (h.length <= kSmallAm) {
+      std::memcpy(ev.small.data(), sink.small.data(), h.length);
+    } else {
+      ev.data = std::move(sink.owned);
+    }
     push_event(std::move(ev));
     // Flow control: a user who does not progress stops this connection,
     // and TCP stops its sender, instead of the backlog growing unbounded.

@@ -1399,6 +1399,30 @@ TEST_F(TcpTest, WorksOnTheCallersEventLoop) {
     EXPECT_EQ(finish(ep->put_zcopy(&iov, 1, target.addr(), *target.rkey, &c), c, {a->get()}),
               Status::Ok);
     EXPECT_EQ(target.buf, src);
+    // Active messages both ways, b answering from inside its handler (on the
+    // caller's loop the handler runs as the message is read, without the
+    // iface's lock, which the answer takes).
+    auto back = connect(**b, **a);
+    ASSERT_NE(back, nullptr);
+    std::vector<uint64_t> answers;
+    size_t failed_answers = 0;
+    ASSERT_EQ((*b)->set_am_handler(6,
+                                   [&](const void* data, size_t, unsigned) {
+                                     uint64_t v;
+                                     std::memcpy(&v, data, 8);
+                                     if (back->am_short(7, v * 2, nullptr, 0) != Status::Ok) {
+                                       ++failed_answers;
+                                     }
+                                     return Status::Ok;
+                                   }),
+              Status::Ok);
+    record_ams(**a, 7, &answers);
+    for (uint64_t i = 0; i < 200; ++i) ASSERT_EQ(ep->am_short(6, i, nullptr, 0), Status::Ok);
+    ASSERT_TRUE(progress_until([&] { return answers.size() + failed_answers == 200; },
+                               {a->get(), b->get()}));
+    EXPECT_EQ(failed_answers, 0u);
+    for (uint64_t i = 0; i < answers.size(); ++i) ASSERT_EQ(answers[i], 2 * i);
+    back.reset();
     ep.reset();
     a->reset();
     b->reset();
@@ -1417,11 +1441,20 @@ TEST_F(TcpTest, ReceiverThatDoesNotProgressPushesBackOnSenders) {
   auto ep = connect(*a, *b);
   ASSERT_NE(ep, nullptr);
   std::vector<uint64_t> seen;
+  size_t bad_payloads = 0;
+  auto pattern = [](uint64_t i, size_t j) { return static_cast<uint8_t>(i * 7 + j); };
   ASSERT_EQ(b->set_am_handler(1,
-                              [&](const void* data, size_t, unsigned) {
+                              [&](const void* data, size_t n, unsigned) {
                                 uint64_t v;
                                 std::memcpy(&v, data, 8);
                                 seen.push_back(v);
+                                const auto* p = static_cast<const uint8_t*>(data) + 8;
+                                for (size_t j = 0; j + 8 < n; ++j) {
+                                  if (p[j] != pattern(v, j)) {
+                                    ++bad_payloads;
+                                    break;
+                                  }
+                                }
                                 return Status::Ok;
                               }),
             Status::Ok);
@@ -1429,8 +1462,11 @@ TEST_F(TcpTest, ReceiverThatDoesNotProgressPushesBackOnSenders) {
   uint64_t sent = 0;
   Status s = Status::Ok;
   // Only the sender progresses: b's queue fills, b stops reading, TCP stops a.
+  // Each message has its own payload: one left queued must not read the
+  // buffer (or the stack) that the next call reuses.
   const auto end = std::chrono::steady_clock::now() + kDeadline;
   while (std::chrono::steady_clock::now() < end) {
+    for (size_t j = 0; j < payload.size(); ++j) payload[j] = pattern(sent, j);
     s = ep->am_short(1, sent, payload.data(), payload.size());
     if (s != Status::Ok) break;
     ++sent;
@@ -1439,6 +1475,7 @@ TEST_F(TcpTest, ReceiverThatDoesNotProgressPushesBackOnSenders) {
   ASSERT_EQ(s, Status::NoResource) << "sent " << sent << " without back-pressure";
   ASSERT_TRUE(progress_until([&] { return seen.size() == sent; }, {a.get(), b.get()}));
   for (uint64_t i = 0; i < sent; ++i) ASSERT_EQ(seen[i], i);
+  EXPECT_EQ(bad_payloads, 0u);
   EXPECT_EQ(ep->am_short(1, sent, nullptr, 0), Status::Ok);
 }
 
