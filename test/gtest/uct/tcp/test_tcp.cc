@@ -259,6 +259,29 @@ class TcpTest : public ::testing::Test {
     return ep.ok() ? std::move(*ep) : nullptr;
   }
 
+  // A raw listener, an endpoint of `from` to it and the accepted socket of
+  // the endpoint's first connection (the iface has MC_TCP_CONNS=1).
+  struct RawPeer {
+    int lfd = -1;
+    int fd = -1;
+    std::unique_ptr<Endpoint> ep;
+    ~RawPeer() {
+      ep.reset();
+      if (fd >= 0) close(fd);
+      if (lfd >= 0) close(lfd);
+    }
+  };
+  void raw_peer(Iface& from, RawPeer* p) {
+    uint16_t port = 0;
+    p->lfd = raw_listen(&port);
+    ASSERT_GE(p->lfd, 0);
+    p->ep = connect_port(from, port);
+    ASSERT_NE(p->ep, nullptr);
+    ASSERT_TRUE(wait_readable(p->lfd, 10000));
+    p->fd = accept4(p->lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    ASSERT_GE(p->fd, 0);
+  }
+
   Region make_region(size_t size, unsigned access, uint32_t seed = 1) {
     Region r;
     r.buf.resize(size);
@@ -1182,15 +1205,11 @@ TEST_F(TcpTest, TheTargetsVerdictDecidesWhereTheEndpointSends) {
     ASSERT_NE(a, nullptr);
     std::vector<uint64_t> at_a;
     record_ams(*a, 4, &at_a);
-    uint16_t port = 0;
-    const int lfd = raw_listen(&port);
-    ASSERT_GE(lfd, 0);
     Region fake = make_region(4096, kAccessAll, 41);
-    auto ep = connect_port(*a, port);
-    ASSERT_NE(ep, nullptr);
-    ASSERT_TRUE(wait_readable(lfd, 10000));
-    const int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-    ASSERT_GE(fd, 0);
+    RawPeer peer;
+    ASSERT_NO_FATAL_FAILURE(raw_peer(*a, &peer));
+    const int fd = peer.fd;
+    auto& ep = peer.ep;
     // Nothing but the Hello before the verdict.
     ASSERT_EQ(ep->put_short(fake.buf.data(), 64, fake.addr(), *fake.rkey), Status::Ok);
     auto index = read_header(fd);
@@ -1225,9 +1244,6 @@ TEST_F(TcpTest, TheTargetsVerdictDecidesWhereTheEndpointSends) {
     ASSERT_TRUE(progress_until([&] { return at_a.size() == 1; }, {a.get()}));
     EXPECT_EQ(at_a[0], value);
     EXPECT_TRUE(errors.seen.empty());
-    ep.reset();
-    close(fd);
-    close(lfd);
   }
 }
 
@@ -1235,14 +1251,9 @@ TEST_F(TcpTest, ARequestBeforeTheVerdictIsAProtocolError) {
   Errors errors;
   auto a = open_iface({{"MC_TCP_CONNS", "1"}}, errors.handler());
   ASSERT_NE(a, nullptr);
-  uint16_t port = 0;
-  const int lfd = raw_listen(&port);
-  ASSERT_GE(lfd, 0);
-  auto ep = connect_port(*a, port);
-  ASSERT_NE(ep, nullptr);
-  ASSERT_TRUE(wait_readable(lfd, 10000));
-  const int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-  ASSERT_GE(fd, 0);
+  RawPeer peer;
+  ASSERT_NO_FATAL_FAILURE(raw_peer(*a, &peer));
+  const int fd = peer.fd;
   auto hello = read_header(fd);
   ASSERT_TRUE(hello.ok());
   ASSERT_EQ(hello->op, wire::Op::Hello);
@@ -1253,8 +1264,6 @@ TEST_F(TcpTest, ARequestBeforeTheVerdictIsAProtocolError) {
   ASSERT_TRUE(progress_until([&] { return errors.seen.size() == 1; }, {a.get()}));
   EXPECT_EQ(errors.seen[0].second, Status::BadData);
   EXPECT_TRUE(closed_by_peer(fd));
-  close(fd);
-  close(lfd);
 }
 
 // --- failures ------------------------------------------------------------------
@@ -1549,14 +1558,11 @@ TEST_F(TcpTest, ReplyBeforeTheRequestWasSentIsAProtocolError) {
   Errors errors;
   auto a = open_iface({{"MC_TCP_CONNS", "1"}}, errors.handler());
   ASSERT_NE(a, nullptr);
-  uint16_t port = 0;
-  const int lfd = raw_listen(&port);
   Region fake = make_region(64 << 20, kAccessAll);
-  auto ep = connect_port(*a, port);
-  ASSERT_NE(ep, nullptr);
-  ASSERT_TRUE(wait_readable(lfd, 10000));
-  const int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-  ASSERT_GE(fd, 0);
+  RawPeer peer;
+  ASSERT_NO_FATAL_FAILURE(raw_peer(*a, &peer));
+  const int fd = peer.fd;
+  auto& ep = peer.ep;
   ASSERT_TRUE(answer_hello(fd).ok());
   // 64 MiB cannot sit in socket buffers: the put is still being sent when a
   // forged acknowledgement arrives after its header.
@@ -1573,8 +1579,6 @@ TEST_F(TcpTest, ReplyBeforeTheRequestWasSentIsAProtocolError) {
   ASSERT_TRUE(progress_until([&] { return put.done && errors.seen.size() == 1; }, {a.get()}));
   EXPECT_EQ(put.result, Status::BadData);
   EXPECT_EQ(errors.seen[0].second, Status::BadData);
-  close(fd);
-  close(lfd);
 }
 
 // --- two processes ---------------------------------------------------------------
