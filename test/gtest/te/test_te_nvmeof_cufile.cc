@@ -18,22 +18,15 @@
 #include <memory>
 
 #include "common/log_capture.h"
-#include "common/services.h"
-#include "te/te_test_util.h"
-#include "ucp/fake_gpu.h"
-#include "ucp/te/test_hooks.h"
+#include "te/nvmeof_vram_fixture.h"
 #include "ucs/log/log.h"
-#include "ucs/sys/sys.h"
 #include "uct/api/md.h"
-#include "uct/base/component_loader.h"
-#include "uct/nvmeof/nvmeof_test_util.h"
 
 namespace mc::te::test {
 namespace {
 
 namespace nt = mc::uct::nvmeof::test;
 using mc::test::LogCapture;
-using mc::test::Services;
 using ucp::test::fake_gpu_component;
 using ucp::test::fake_gpu_state;
 using ucp::test::FakeGpuState;
@@ -72,42 +65,15 @@ class FakeCufile {
   }
 };
 
-std::string free_name() {
-  auto port = ucs::find_free_tcp_port();
-  return "127.0.0.1:" + std::to_string(port.value_or(1));
-}
-
-std::vector<uint8_t> initial_segment() {
-  std::vector<uint8_t> want = nt::pattern_bytes(kSeed0, 0, kLen0);
-  const std::vector<uint8_t> w1 = nt::pattern_bytes(kSeed1, 0, kLen1);
-  want.insert(want.end(), w1.begin(), w1.end());
-  return want;
-}
-
-class TeNvmeofCufile : public testing::Test {
+class TeNvmeofCufile : public NvmeofVramFixture {
  protected:
+  TeNvmeofCufile() : NvmeofVramFixture({"gds-seg", kLen0, kLen1, kSeed0, kSeed1}) {}
+
   void SetUp() override {
     if (uct::find_component("nvmeof") == nullptr) GTEST_SKIP() << "nvmeof not built (liburing)";
     ASSERT_TRUE(FakeCufile::get().ok()) << FakeCufile::path() << ": " << dlerror();
     FakeCufile::get().reset();
-    ASSERT_TRUE(dir_.ok());
-    f0_ = dir_.file("disk0");
-    f1_ = dir_.file("disk1");
-    ASSERT_TRUE(nt::write_pattern_file(f0_, kLen0, kSeed0));
-    ASSERT_TRUE(nt::write_pattern_file(f1_, kLen1, kSeed1));
-    url_ = services_.start_metadata_server();
-    ASSERT_FALSE(url_.empty());
-    ASSERT_TRUE(register_file_segment(url_, "gds-seg", "127.0.0.1", {f0_, f1_}));
-    fake_gpu_state() = FakeGpuState{};
-    vram_ = ucp::test::FakeVram::alloc(kTotal + 64);
-    ASSERT_TRUE(vram_) << "fake GPU memory";
-  }
-
-  void TearDown() override {
-    engine_.reset();
-    set_test_components({});
-    vram_.reset();
-    fake_gpu_state() = FakeGpuState{};
+    NvmeofVramFixture::SetUp();
   }
 
   // The engine's environment: the fake GPU's copy transport (the bounce
@@ -126,13 +92,7 @@ class TeNvmeofCufile : public testing::Test {
   // An engine with the segment open (the nvmeof md is opened then, with
   // `vars`) and the VRAM registered as cuda:0.
   void open_engine(const std::map<std::string, std::string>& vars) {
-    set_test_components({fake_gpu_component()});
-    ScopedEnv scoped(vars);
-    engine_ = std::make_unique<TransferEngine>();
-    ASSERT_EQ(engine_->init(url_, free_name()), 0);
-    seg_ = engine_->openSegment("gds-seg");
-    ASSERT_GE(seg_, 0);
-    ASSERT_EQ(engine_->registerLocalMemory(vram(), vram_->length(), "cuda:0"), 0);
+    NvmeofVramFixture::open_engine({fake_gpu_component()}, vars);
   }
 
   // The nvmeof md's notes (mc_info -d's lines) under `vars`.
@@ -146,20 +106,6 @@ class TeNvmeofCufile : public testing::Test {
     std::string out;
     for (const std::string& n : (*md)->query().notes) out += n + "\n";
     return out;
-  }
-
-  TransferStatus run(TransferRequest::OpCode op, uint8_t* local, uint64_t offset, size_t length) {
-    std::vector<TransferStatus> r = run_batch(*engine_, {{op, local, seg_, offset, length}});
-    return r.size() == 1 ? r[0] : TransferStatus{INVALID, SIZE_MAX};
-  }
-
-  uint8_t* vram() const { return vram_->data(); }
-
-  std::vector<uint8_t> files() const {
-    std::vector<uint8_t> got = nt::read_file(f0_);
-    const std::vector<uint8_t> g1 = nt::read_file(f1_);
-    got.insert(got.end(), g1.begin(), g1.end());
-    return got;
   }
 
   // A WRITE of a pattern from VRAM + `local` to `offset`, the files checked
@@ -184,12 +130,6 @@ class TeNvmeofCufile : public testing::Test {
     EXPECT_EQ(vram()[local + length], 0) << "wrote past";
   }
 
-  Services services_;
-  nt::TempDir dir_;
-  std::string f0_, f1_, url_;
-  std::unique_ptr<ucp::test::FakeVram> vram_;
-  std::unique_ptr<TransferEngine> engine_;
-  SegmentHandle seg_ = -1;
 };
 
 TEST_F(TeNvmeofCufile, WriteAndReadThroughCufile) {

@@ -14,20 +14,13 @@
 #include <cstring>
 #include <memory>
 
-#include "common/services.h"
-#include "te/te_test_util.h"
-#include "ucp/fake_gpu.h"
-#include "ucp/te/test_hooks.h"
-#include "ucs/sys/sys.h"
+#include "te/nvmeof_vram_fixture.h"
 #include "uct/api/md.h"
-#include "uct/base/component_loader.h"
-#include "uct/nvmeof/nvmeof_test_util.h"
 
 namespace mc::te::test {
 namespace {
 
 namespace nt = mc::uct::nvmeof::test;
-using mc::test::Services;
 using ucp::test::fake_gpu_component;
 using ucp::test::fake_gpu_state;
 using ucp::test::FakeGpuFault;
@@ -38,11 +31,6 @@ constexpr size_t kLen0 = 5 * kFrag + 333;  // unaligned: so is the boundary
 constexpr size_t kLen1 = 6 * kFrag;
 constexpr size_t kTotal = kLen0 + kLen1;
 constexpr uint64_t kSeed0 = 11, kSeed1 = 12;
-
-std::string free_name() {
-  auto port = ucs::find_free_tcp_port();
-  return "127.0.0.1:" + std::to_string(port.value_or(1));
-}
 
 std::map<std::string, std::string> engine_env(const std::string& tls) {
   return {{"MC_TLS", tls},
@@ -58,77 +46,22 @@ size_t frags(size_t n) {
   return (n + kFrag - 1) / kFrag;
 }
 
-class TeNvmeofVram : public testing::Test {
+class TeNvmeofVram : public NvmeofVramFixture {
  protected:
-  void SetUp() override {
-    if (uct::find_component("nvmeof") == nullptr) GTEST_SKIP() << "nvmeof not built (liburing)";
-    ASSERT_TRUE(dir_.ok());
-    f0_ = dir_.file("disk0");
-    f1_ = dir_.file("disk1");
-    ASSERT_TRUE(nt::write_pattern_file(f0_, kLen0, kSeed0));
-    ASSERT_TRUE(nt::write_pattern_file(f1_, kLen1, kSeed1));
-    url_ = services_.start_metadata_server();
-    ASSERT_FALSE(url_.empty());
-    // Server 127.0.0.1: the engine (127.0.0.1:port) opens the files' paths.
-    ASSERT_TRUE(register_file_segment(url_, "vram-seg", "127.0.0.1", {f0_, f1_}));
-    fake_gpu_state() = FakeGpuState{};
-    // "Device memory" of a fake md of the test's own; the engine's fake md
-    // registers it when it is registered as cuda:0.
-    vram_ = ucp::test::FakeVram::alloc(kTotal + 64);
-    ASSERT_TRUE(vram_) << "fake GPU memory";
-  }
+  TeNvmeofVram() : NvmeofVramFixture({"vram-seg", kLen0, kLen1, kSeed0, kSeed1}) {}
 
-  void TearDown() override {
-    engine_.reset();
-    set_test_components({});
-    vram_.reset();
-    fake_gpu_state() = FakeGpuState{};
-  }
-
-  // An engine with the fake GPU (`fake`) and the transports `tls`, the
-  // segment open in *seg_, the VRAM registered as cuda:0.
+  // An engine with the fake GPU (`fake`) and the transports `tls`.
   void open_engine(bool fake, const std::string& tls) {
-    set_test_components(fake ? std::vector<uct::Component*>{fake_gpu_component()}
-                             : std::vector<uct::Component*>{});
-    {
-      ScopedEnv scoped(engine_env(tls));
-      engine_ = std::make_unique<TransferEngine>();
-      ASSERT_EQ(engine_->init(url_, free_name()), 0);
-    }
-    seg_ = engine_->openSegment("vram-seg");
-    ASSERT_GE(seg_, 0);
-    ASSERT_EQ(engine_->registerLocalMemory(vram(), vram_->length(), "cuda:0"), 0);
+    NvmeofVramFixture::open_engine(fake ? std::vector<uct::Component*>{fake_gpu_component()}
+                                        : std::vector<uct::Component*>{},
+                                   engine_env(tls));
   }
-
-  TransferStatus run(TransferRequest::OpCode op, uint8_t* local, uint64_t offset, size_t length) {
-    std::vector<TransferStatus> r = run_batch(*engine_, {{op, local, seg_, offset, length}});
-    return r.size() == 1 ? r[0] : TransferStatus{INVALID, SIZE_MAX};
-  }
-
-  uint8_t* vram() const { return vram_->data(); }
-
-  // The segment as the files hold it now, read with read().
-  std::vector<uint8_t> files() const {
-    std::vector<uint8_t> got = nt::read_file(f0_);
-    const std::vector<uint8_t> g1 = nt::read_file(f1_);
-    got.insert(got.end(), g1.begin(), g1.end());
-    return got;
-  }
-
-  Services services_;
-  nt::TempDir dir_;
-  std::string f0_, f1_, url_;
-  std::unique_ptr<ucp::test::FakeVram> vram_;
-  std::unique_ptr<TransferEngine> engine_;
-  SegmentHandle seg_ = -1;
 };
 
 TEST_F(TeNvmeofVram, WriteAndReadBackThroughBounceBuffers) {
   ASSERT_NO_FATAL_FAILURE(open_engine(true, std::string("tcp,") + ucp::test::kFakeGpuTl));
   // The segment as it should be: the files' patterns, then each write.
-  std::vector<uint8_t> want = nt::pattern_bytes(kSeed0, 0, kLen0);
-  const std::vector<uint8_t> w1 = nt::pattern_bytes(kSeed1, 0, kLen1);
-  want.insert(want.end(), w1.begin(), w1.end());
+  std::vector<uint8_t> want = initial_segment();
   struct Case {
     uint64_t offset;  ///< in the segment
     size_t length;
@@ -210,12 +143,7 @@ TEST_F(TeNvmeofVram, NoMemoryTypeTransportIsInvalid) {
   ASSERT_NO_FATAL_FAILURE(open_engine(false, "tcp"));
   EXPECT_EQ(run(TransferRequest::WRITE, vram(), 0, 4096).s, INVALID);
   EXPECT_EQ(run(TransferRequest::READ, vram(), 0, 4096).s, INVALID);
-  EXPECT_EQ(files(), [] {
-    std::vector<uint8_t> want = nt::pattern_bytes(kSeed0, 0, kLen0);
-    const std::vector<uint8_t> w1 = nt::pattern_bytes(kSeed1, 0, kLen1);
-    want.insert(want.end(), w1.begin(), w1.end());
-    return want;
-  }()) << "nothing was written";
+  EXPECT_EQ(files(), initial_segment()) << "nothing was written";
   // Host memory still moves.
   std::vector<uint8_t> host(4096);
   ASSERT_EQ(engine_->registerLocalMemory(host.data(), host.size(), "cpu:0"), 0);
