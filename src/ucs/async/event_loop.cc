@@ -157,6 +157,7 @@ Status EventLoop::post(std::function<void()> fn) {
   {
     std::lock_guard guard(lock_);
     posted_.push_back(std::move(fn));
+    has_posted_.store(true, std::memory_order_release);
   }
   return wake();
 }
@@ -307,8 +308,11 @@ size_t EventLoop::dispatch_timers() {
 }
 
 size_t EventLoop::dispatch_posted() {
+  // The common round: no lock, no deque to make and free. A function posted
+  // after this look wakes the loop for the next round.
+  if (!has_posted_.load(std::memory_order_acquire)) return 0;
   std::unique_lock guard(lock_);
-  if (posted_.empty()) return 0;  // the common round: no deque to make and free
+  has_posted_.store(false, std::memory_order_relaxed);
   std::deque<std::function<void()>> batch;
   batch.swap(posted_);
   guard.unlock();

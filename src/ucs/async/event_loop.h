@@ -172,6 +172,7 @@ class EventLoop {
   std::unordered_map<TimerId, Timer> timers_;
   std::set<std::pair<uint64_t, TimerId>> deadlines_;  ///< (deadline_ns, id)
   std::deque<std::function<void()>> posted_;
+  std::atomic<bool> has_posted_{false};  ///< posted_ is not empty (set with lock_ held)
   uint64_t calling_ = 0;  ///< key whose callback runs now, 0 when none
   std::condition_variable call_done_;
 

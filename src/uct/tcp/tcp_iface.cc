@@ -189,6 +189,7 @@ void TcpIface::loop_barrier() {
 void TcpIface::push_event(Event ev) {
   std::lock_guard guard(events_lock_);
   events_.push_back(std::move(ev));
+  events_queued_.store(true, std::memory_order_release);
   if (armed_) {
     armed_ = false;
     const uint64_t one = 1;
@@ -226,6 +227,7 @@ std::vector<TcpIface::Event> TcpIface::take_events(const TcpEp* ep) {
       ++it;
     }
   }
+  if (events_.empty()) events_queued_.store(false, std::memory_order_relaxed);
   return out;
 }
 
@@ -261,8 +263,8 @@ unsigned TcpIface::progress() {
     if (n.ok()) count += static_cast<unsigned>(*n);
     count += static_cast<unsigned>(std::exchange(direct_ams_, 0));
   }
-  size_t budget;
-  {
+  size_t budget = 0;
+  if (events_queued_.load(std::memory_order_acquire)) {
     std::lock_guard guard(events_lock_);
     budget = events_.size();  // what a handler posts now waits for the next call
   }
@@ -273,6 +275,7 @@ unsigned TcpIface::progress() {
       if (events_.empty()) break;
       ev = std::move(events_.front());
       events_.pop_front();
+      if (events_.empty()) events_queued_.store(false, std::memory_order_relaxed);
     }
     switch (ev.type) {
       case Event::Type::Done: ev.req->ep->complete(ev.req); break;

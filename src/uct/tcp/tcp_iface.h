@@ -168,6 +168,7 @@ class TcpIface : public Iface, private TcpConnHandler {
   std::atomic<bool> any_paused_{false};  ///< paused_ is not empty (a hint, read without the lock)
   std::mutex events_lock_;               ///< guards events_ and armed_
   std::deque<Event> events_;
+  std::atomic<bool> events_queued_{false};  ///< events_ is not empty (set with events_lock_ held)
   bool armed_ = false;  ///< the next queued event writes event_fd_
   int event_fd_ = -1;   ///< eventfd of blocking progress
 
