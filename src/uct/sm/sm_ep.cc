@@ -27,15 +27,6 @@ Status SmEp::can_send() const {
   return Status::Ok;
 }
 
-Result<const SmRkey*> SmEp::sm_rkey(const Rkey& rkey) const {
-  const auto* key = dynamic_cast<const SmRkey*>(&rkey);
-  if (!key) {
-    MC_LOG(error) << "sm: rkey was not unpacked by the sm memory domain";
-    return Status::InvalidParam;
-  }
-  return key;
-}
-
 Status SmEp::direct(bool write, const SmRkey& key, const iovec* iov, size_t count,
                     uint64_t remote_addr, size_t total) {
   if (key.kind() == RkeyKind::Shm || key.pid() == static_cast<uint32_t>(iface_->id().pid)) {
@@ -70,12 +61,28 @@ Status SmEp::rma(bool write, const Iov* iov, size_t count, uint64_t remote_addr,
     MC_LOG(error) << "sm: " << count << " iov entries; at most " << kMaxIov;
     return Status::InvalidParam;
   }
-  MC_ASSIGN_OR_RETURN(const SmRkey* key, sm_rkey(rkey));
-  const size_t total = iov_length(iov, count);
+  const SmRkey* key = sm_rkey(rkey);
+  if (!key) [[unlikely]] {
+    MC_LOG(error) << "sm: rkey was not unpacked by the sm memory domain";
+    return Status::InvalidParam;
+  }
+  const size_t total = count == 1 ? iov[0].length : iov_length(iov, count);
   MC_RETURN_IF_ERROR(
       key->check(remote_addr, total, write ? kAccessRemoteWrite : kAccessRemoteRead));
   if (total == 0) {
     if (unpack) unpack(arg, iface_->bounce(), 0);
+    return Status::Ok;
+  }
+  if (count == 1 && key->kind() == RkeyKind::Shm) {
+    // One piece of a mapped segment (sm-allocated memory, what small puts
+    // and gets usually reach): direct()'s copy without the iovec array.
+    uint8_t* remote = key->mapped(remote_addr);
+    if (write) {
+      std::memcpy(remote, iov[0].buffer, total);
+    } else {
+      std::memcpy(iov[0].buffer, remote, total);
+    }
+    if (unpack) unpack(arg, iov[0].buffer, total);
     return Status::Ok;
   }
   iovec local[kMaxIov];

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include <deque>
+#include <typeinfo>
 
 #include "uct/api/ep.h"
 #include "uct/base/pending_queue.h"
@@ -64,7 +65,12 @@ class SmEp : public Endpoint {
  private:
   /// Failed: the failure; queued work ahead: NoResource; else Ok.
   Status can_send() const;
-  Result<const SmRkey*> sm_rkey(const Rkey& rkey) const;
+  /// `rkey` as the sm md unpacked it, or null for another md's key. SmRkey
+  /// is final: an exact type match accepts what dynamic_cast would, for one
+  /// compare of type_info addresses (ours) instead of its walk.
+  static const SmRkey* sm_rkey(const Rkey& rkey) {
+    return typeid(rkey) == typeid(SmRkey) ? static_cast<const SmRkey*>(&rkey) : nullptr;
+  }
   /// Put (`write`) or get by memcpy or CMA. Unsupported: use the ring
   /// fallback.
   Status direct(bool write, const SmRkey& key, const iovec* iov, size_t count, uint64_t remote_addr,

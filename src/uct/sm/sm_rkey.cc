@@ -46,20 +46,17 @@ bool RkeyInfo::unpack(std::span<const uint8_t> payload) {
          (access & ~static_cast<uint32_t>(kAccessAll)) == 0;
 }
 
-Status SmRkey::check(uint64_t addr, size_t len, unsigned access) const {
+Status SmRkey::refuse(uint64_t addr, size_t len, unsigned access) const {
   if ((info_.access & access) != access) {
     MC_LOG(error) << "sm: memory of process " << info_.pid << " at 0x" << std::hex << info_.base
                   << std::dec << " was not registered for remote "
                   << (access & kAccessRemoteWrite ? "write" : "read");
-    return Status::InvalidParam;
-  }
-  if (addr < info_.base || len > info_.length || addr - info_.base > info_.length - len) {
+  } else {
     MC_LOG(error) << "sm: access [0x" << std::hex << addr << ", +" << std::dec << len
                   << ") is outside the remote region [0x" << std::hex << info_.base << ", +"
                   << std::dec << info_.length << ") of process " << info_.pid;
-    return Status::InvalidParam;
   }
-  return Status::Ok;
+  return Status::InvalidParam;
 }
 
 }  // namespace mc::uct::sm

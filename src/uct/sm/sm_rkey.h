@@ -45,11 +45,12 @@ struct RkeyInfo {
 
 /// An unpacked sm rkey. Shm keys hold their segment's mapping, shared with
 /// every other key of that segment (cached by the md); the mapping goes
-/// when the last key does.
-class SmRkey : public Rkey {
+/// when the last key does. Final: the endpoint recognises its keys by their
+/// exact type (SmEp::sm_rkey), not by a dynamic_cast.
+class SmRkey final : public Rkey {
  public:
   SmRkey(const RkeyInfo& info, std::shared_ptr<ShmSegment> segment)
-      : info_(info), segment_(std::move(segment)) {}
+      : info_(info), segment_(std::move(segment)), data_(segment_ ? segment_->data() : nullptr) {}
 
   const RkeyInfo& info() const { return info_; }
   RkeyKind kind() const { return info_.kind; }
@@ -59,15 +60,23 @@ class SmRkey : public Rkey {
   /// range and the key allows `access` (kAccessRemoteRead / Write). This is
   /// the initiator-side check; CMA is further checked by the kernel, and
   /// the ring fallback by the target.
-  Status check(uint64_t addr, size_t len, unsigned access) const;
+  Status check(uint64_t addr, size_t len, unsigned access) const {
+    const bool ok = (info_.access & access) == access && addr >= info_.base &&
+                    len <= info_.length && addr - info_.base <= info_.length - len;
+    return ok ? Status::Ok : refuse(addr, len, access);
+  }
 
   /// The local address of remote `addr` in the segment mapping (Shm keys,
   /// after check()).
-  uint8_t* mapped(uint64_t addr) const { return segment_->data() + (addr - info_.base); }
+  uint8_t* mapped(uint64_t addr) const { return data_ + (addr - info_.base); }
 
  private:
+  /// Logs why check() refused; InvalidParam.
+  Status refuse(uint64_t addr, size_t len, unsigned access) const;
+
   RkeyInfo info_;
   std::shared_ptr<ShmSegment> segment_;
+  uint8_t* data_;  ///< segment_->data(), kept: it asks for the page size
 };
 
 }  // namespace mc::uct::sm

@@ -547,6 +547,80 @@ TEST(SmTransport, InitiatorRefusesAccessOutsideTheRkey) {
   EXPECT_EQ(child.wait(), 0) << "a refused put wrote into the target";
 }
 
+// Single-piece puts and gets into a mapped segment take the copy without an
+// iovec array, and keys are recognised by their exact type: the range and
+// access checks, and the refusal of another md's key, still hold there.
+TEST(SmTransport, MappedSegmentOpsCheckTheirKeyLikeTheOthers) {
+  std::unique_ptr<Side> tx = Side::open();
+  std::unique_ptr<Side> rx = Side::open();
+  ASSERT_TRUE(tx && rx);
+  auto ep = tx->connect(*rx);
+  ASSERT_TRUE(ep.ok());
+  constexpr size_t kSeg = 65536;
+  auto rw = rx->md->mem_alloc(kSeg, MemType::Host, kAccessAll);
+  auto ro = rx->md->mem_alloc(kSeg, MemType::Host, kAccessLocal | kAccessRemoteRead);
+  ASSERT_TRUE(rw.ok() && ro.ok());
+  auto* rw_p = static_cast<uint8_t*>((*rw)->address());
+  auto* ro_p = static_cast<uint8_t*>((*ro)->address());
+  fill(rw_p, kSeg, kSeedA);
+  fill(ro_p, kSeg, kSeedA);
+  std::vector<uint8_t> k_rw, k_ro;
+  ASSERT_EQ(rx->md->mkey_pack(**rw, &k_rw), Status::Ok);
+  ASSERT_EQ(rx->md->mkey_pack(**ro, &k_ro), Status::Ok);
+  auto key_rw = tx->md->rkey_unpack(k_rw);
+  auto key_ro = tx->md->rkey_unpack(k_ro);
+  ASSERT_TRUE(key_rw.ok() && key_ro.ok());
+  const auto rw_a = reinterpret_cast<uintptr_t>(rw_p);
+  const auto ro_a = reinterpret_cast<uintptr_t>(ro_p);
+  std::vector<uint8_t> data(kSeg);
+  fill(data.data(), kSeg, kSeedB);
+
+  // At both edges of the range: done in place.
+  EXPECT_EQ((*ep)->put_short(data.data(), 8, rw_a, **key_rw), Status::Ok);
+  EXPECT_EQ((*ep)->put_short(data.data() + kSeg - 8, 8, rw_a + kSeg - 8, **key_rw), Status::Ok);
+  EXPECT_TRUE(holds(rw_p, 8, kSeedB));
+  EXPECT_TRUE(holds(rw_p + kSeg - 8, 8, kSeedB, kSeg - 8));
+  Waiter w;
+  Iov iov{data.data() + 4096, 4096, nullptr};
+  EXPECT_EQ((*ep)->put_zcopy(&iov, 1, rw_a + 4096, **key_rw, &w.comp), Status::Ok);
+  EXPECT_TRUE(holds(rw_p + 4096, 4096, kSeedB, 4096));
+  EXPECT_FALSE(w.fired) << "an operation done in place also ran its completion";
+  std::vector<uint8_t> back(4096);
+  Iov in{back.data(), 4096, nullptr};
+  EXPECT_EQ((*ep)->get_zcopy(&in, 1, ro_a + kSeg - 4096, **key_ro, &w.comp), Status::Ok);
+  EXPECT_TRUE(holds(back.data(), 4096, kSeedA, kSeg - 4096));
+  struct Got {
+    uint8_t* dest;
+    size_t length;
+  } got{back.data(), 0};
+  const UnpackCallback unpack_len = [](void* arg, const void* d, size_t n) {
+    auto* g = static_cast<Got*>(arg);
+    std::memcpy(g->dest, d, n);
+    g->length = n;
+  };
+  std::fill(back.begin(), back.end(), 0);
+  EXPECT_EQ((*ep)->get_bcopy(unpack_len, &got, 64, ro_a, **key_ro, &w.comp), Status::Ok);
+  EXPECT_EQ(got.length, 64u) << "unpack did not run";
+  EXPECT_TRUE(holds(back.data(), 64, kSeedA));
+
+  // Past either edge, into read-only memory, or with another md's key:
+  // refused before a byte moves.
+  EXPECT_EQ((*ep)->put_short(data.data(), 8, rw_a + kSeg - 4, **key_rw), Status::InvalidParam);
+  EXPECT_EQ((*ep)->put_short(data.data(), 8, rw_a - 8, **key_rw), Status::InvalidParam);
+  EXPECT_EQ((*ep)->put_short(data.data(), 8, ro_a, **key_ro), Status::InvalidParam);
+  Iov over{data.data(), 8192, nullptr};
+  EXPECT_EQ((*ep)->put_zcopy(&over, 1, rw_a + kSeg - 4096, **key_rw, &w.comp),
+            Status::InvalidParam);
+  struct OtherRkey : Rkey {
+  } other;
+  EXPECT_EQ((*ep)->put_short(data.data(), 8, rw_a, other), Status::InvalidParam);
+  EXPECT_EQ((*ep)->get_zcopy(&in, 1, rw_a, other, &w.comp), Status::InvalidParam);
+  EXPECT_TRUE(holds(ro_p, kSeg, kSeedA)) << "a refused put wrote into read-only memory";
+  EXPECT_TRUE(holds(rw_p + 8, 4088, kSeedA, 8)) << "a refused put wrote into the segment";
+  EXPECT_TRUE(holds(rw_p + 8192, kSeg - 8192 - 8, kSeedA, 8192));
+  EXPECT_FALSE(w.fired);
+}
+
 TEST(SmTransport, FallbackTargetRefusesWhatItsRegistrationsDoNotAllow) {
   // Forged keys pass the initiator's check; the target checks its own table.
   const Env env{{"MC_SM_CMA", "n"}};
