@@ -55,7 +55,8 @@ SmIface::SmIface(SmMd* md, const SmConfig& config, const IfaceParams& params,
       id_(id),
       fallback_(std::make_unique<RmaFallback>(this)),
       bounce_(ring.capacity()) {
-  next_check_ns_ = ucs::monotonic_ns() + static_cast<uint64_t>(config_.peer_check_interval.count());
+  next_check_ns_ =
+      ucs::coarse_monotonic_ns() + static_cast<uint64_t>(config_.peer_check_interval.count());
 }
 
 SmIface::~SmIface() {
@@ -224,7 +225,9 @@ unsigned SmIface::progress() {
   unsigned events = poll_ring();
   events += send_replies();
   events += progress_eps();
-  const uint64_t now = ucs::monotonic_ns();
+  // The coarse clock (a few ms) is enough for the peer check's interval,
+  // and several times cheaper than the precise one on every progress().
+  const uint64_t now = ucs::coarse_monotonic_ns();
   if (now >= next_check_ns_) {
     next_check_ns_ = now + static_cast<uint64_t>(config_.peer_check_interval.count());
     check_peers();
