@@ -73,7 +73,10 @@ class RequestOp;
 }
 
 /// A non-blocking operation in flight or completed. Created by the
-/// operations of Endpoint and Worker, never directly. Thread safety: as its
+/// operations of Endpoint and Worker, never directly. An operation that
+/// completes in the call that started it (a small put done in place) may
+/// return the worker's one shared request, completed with Ok: it lives as
+/// long as the worker, not as long as the handle. Thread safety: as its
 /// worker (Worker's thread modes): in multi mode any thread may test, wait,
 /// cancel or read the status.
 class Request {

@@ -168,7 +168,10 @@ class Worker {
   void signal();
   /// The worker mutex in multi mode (an empty lock in single mode): for
   /// several calls that must not interleave with other threads'.
-  std::unique_lock<std::recursive_mutex> lock() const;
+  std::unique_lock<std::recursive_mutex> lock() const {
+    return multi_ ? std::unique_lock<std::recursive_mutex>(mutex_)
+                  : std::unique_lock<std::recursive_mutex>();
+  }
 
   /// Sets the handler of user active-message id `id`; an empty callback
   /// removes it. Messages for an id without a handler are dropped with a
@@ -221,9 +224,11 @@ class Worker {
   void deliver(uint16_t id, const void* data, size_t length);
   void on_uct_error(uct::Endpoint* ep, Status status);
   void detach(Endpoint* ep);
-  /// A request of `ep` whose operation completed in the call that started
-  /// it (the single-slice fast path): Ok, its callback already run.
-  std::shared_ptr<Request> completed_request(Endpoint* ep, const RequestParams& params);
+  /// The request of an operation that completed in the call that started
+  /// it (the single-slice fast path): runs its callback with Ok, then
+  /// returns done_, which no one owns but the worker (no allocation, no
+  /// shared count).
+  std::shared_ptr<Request> completed_request(const RequestParams& params);
   std::shared_ptr<const proto::EpProtocols> protocols_for(const wireup::LaneSelection& sel);
   /// The path of a staging plan (EpProtocols' or plan_staging()'s): its
   /// endpoint and pool made on first use.
@@ -253,6 +258,9 @@ class Worker {
   std::unordered_map<uint16_t, AmCallback> am_handlers_;
   std::unique_ptr<AmReassembly> reassembly_;
   std::vector<std::shared_ptr<Request>> active_;
+  /// Completed with Ok and immutable: every operation that completes in the
+  /// call that started it returns this one (completed_request()).
+  std::unique_ptr<Request> done_;
   std::vector<Endpoint*> eps_;
   std::vector<Endpoint*> reconnecting_;  ///< endpoints with a failed lane to connect again
   std::map<const uct::Endpoint*, std::pair<Endpoint*, size_t>> uct_eps_;          ///< -> (ep, lane)

@@ -142,10 +142,9 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
                                                uint64_t remote_addr, const Rkey& rkey,
                                                const RequestParams& params) {
   std::unique_lock guard = worker_->lock();
-  const char* name = proto::op_name(op);
   if (closed_) return Status::Canceled;
   if (length > 0 && (!buffer || !rkey.contains(remote_addr, length))) {
-    MC_LOG(error) << "ucp: " << name << " of " << length << " bytes at 0x" << std::hex
+    MC_LOG(error) << "ucp: " << proto::op_name(op) << " of " << length << " bytes at 0x" << std::hex
                   << remote_addr << " is outside the rkey's range [0x" << rkey.address() << ", +"
                   << std::dec << rkey.length() << ") or has no buffer";
     return Status::InvalidParam;
@@ -271,7 +270,7 @@ std::shared_ptr<Request> Endpoint::put_at_once(const proto::ProtoRange& range, c
   if (s != Status::Ok) return nullptr;
   lr.local_completions = true;
   lr.rma_bytes += length;
-  return worker_->completed_request(this, params);
+  return worker_->completed_request(params);
 }
 
 Result<std::shared_ptr<Request>> Endpoint::put_nbx(const void* buffer, size_t length,

@@ -35,7 +35,11 @@ Worker::Worker(Context* context)
     : context_(context),
       uuid_(random_uuid()),
       reassembly_(std::make_unique<AmReassembly>()),
-      remote_staging_(std::make_unique<RemoteStaging>(this)) {}
+      done_(std::make_unique<Request>(Request::Key{}, this, nullptr, 0, Callback(), UINT64_MAX,
+                                      nullptr)),
+      remote_staging_(std::make_unique<RemoteStaging>(this)) {
+  done_->status_.store(Status::Ok, std::memory_order_relaxed);
+}
 
 Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
   return create(context, WorkerParams{});
@@ -211,15 +215,14 @@ std::shared_ptr<Request> Worker::submit(std::unique_ptr<proto::RequestOp> op,
   return r;
 }
 
-std::shared_ptr<Request> Worker::completed_request(Endpoint* ep, const RequestParams& params) {
-  // Its sequence number still orders it among the endpoint's requests; it
-  // never joins active_, as nothing of it is left to progress or flush.
-  std::shared_ptr<Request> r =
-      std::allocate_shared<Request>(RequestAllocator<Request>(), Request::Key{}, this, ep,
-                                    next_seq_++, Callback(), UINT64_MAX, nullptr);
-  r->status_.store(Status::Ok, std::memory_order_relaxed);
+std::shared_ptr<Request> Worker::completed_request(const RequestParams& params) {
+  // Nothing of the operation is left to progress, flush or cancel, so one
+  // completed request serves them all; it never joins active_. An empty
+  // owner (the aliasing constructor): copies and destruction of the
+  // handle touch no shared count, and done_ lives as long as the worker,
+  // which the caller's use of a request may not outlive anyway.
   if (params.callback) params.callback(Status::Ok);
-  return r;
+  return std::shared_ptr<Request>(std::shared_ptr<Request>(), done_.get());
 }
 
 bool Worker::completed_before(const Endpoint* ep, uint64_t seq) const {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Worker: blocking progress (one epoll fd over the ifaces' event fds and a
-// wake-up eventfd), and the thread-mode lock.
+// wake-up eventfd).
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -22,11 +22,6 @@ constexpr uint64_t kWakeTag = UINT64_MAX;  ///< epoll data of the wake-up fd
 constexpr ucs::config::Duration kReconnectPoll = std::chrono::milliseconds(50);
 
 }  // namespace
-
-std::unique_lock<std::recursive_mutex> Worker::lock() const {
-  return multi_ ? std::unique_lock<std::recursive_mutex>(mutex_)
-                : std::unique_lock<std::recursive_mutex>();
-}
 
 Status Worker::init_wait() {
   epfd_ = epoll_create1(EPOLL_CLOEXEC);

@@ -179,13 +179,6 @@ const Staging* EpProtocols::staging(Op op, uct::MemType mem) const {
   return table(op, true).ranges().empty() ? nullptr : &*staging_[m];
 }
 
-const ProtoTable& EpProtocols::table(Op op, bool registered, uct::MemType mem) const {
-  static const ProtoTable kNone;
-  const auto m = static_cast<size_t>(mem);
-  if (m >= kProtoMemTypes) return kNone;
-  return tables_[static_cast<size_t>(op)][m][registered ? 1 : 0];
-}
-
 void EpProtocols::print(std::ostream& os) const {
   for (bool registered : {false, true}) {
     os << (registered ? " with a registered buffer:\n" : " with an unregistered buffer:\n");

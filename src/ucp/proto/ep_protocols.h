@@ -48,7 +48,11 @@ class EpProtocols {
  public:
   /// The table of `op` for a buffer of memory type `mem` that is (or is not)
   /// registered; an empty table for a memory type no lane can access.
-  const ProtoTable& table(Op op, bool registered, uct::MemType mem = uct::MemType::Host) const;
+  const ProtoTable& table(Op op, bool registered, uct::MemType mem = uct::MemType::Host) const {
+    const auto m = static_cast<size_t>(mem);
+    if (m >= kProtoMemTypes) return kNone;
+    return tables_[static_cast<size_t>(op)][m][registered ? 1 : 0];
+  }
   /// Every host table, unregistered then registered buffers, then the other
   /// memory types' tables, or why they are empty.
   void print(std::ostream& os) const;
@@ -68,6 +72,7 @@ class EpProtocols {
                            const EpProtoParams& params);
 
  private:
+  static inline const ProtoTable kNone{};           ///< what table() gives no memory type
   ProtoTable tables_[3][kProtoMemTypes][2];         ///< op, memory type, registered
   std::optional<Staging> staging_[kProtoMemTypes];  ///< by memory type (put and get)
   bool remote_staging_ = false;

@@ -183,7 +183,7 @@ ProtoTable select_protocols(const ProtoSelectParams& p) {
   return ProtoTable(p.op, std::move(ranges));
 }
 
-const ProtoRange* ProtoTable::lookup(size_t size) const {
+const ProtoRange* ProtoTable::search(size_t size) const {
   auto it = std::lower_bound(ranges_.begin(), ranges_.end(), size,
                              [](const ProtoRange& r, size_t s) { return r.max < s; });
   if (it == ranges_.end() || it->min > size) return nullptr;

@@ -78,12 +78,20 @@ class ProtoTable {
 
   Op op() const { return op_; }
   const std::vector<ProtoRange>& ranges() const { return ranges_; }
-  /// The range holding `size`, or null when no protocol can move it. O(log n).
-  const ProtoRange* lookup(size_t size) const;
+  /// The range holding `size`, or null when no protocol can move it. O(log n);
+  /// small sizes (the first range) without a search.
+  const ProtoRange* lookup(size_t size) const {
+    if (!ranges_.empty() && size <= ranges_[0].max) {
+      return ranges_[0].min <= size ? &ranges_[0] : nullptr;
+    }
+    return search(size);
+  }
   /// One line per range: "put 0..256 short lane 0 (1.20us + 1.00ns/B)".
   void print(std::ostream& os) const;
 
  private:
+  const ProtoRange* search(size_t size) const;
+
   Op op_ = Op::Put;
   std::vector<ProtoRange> ranges_;  ///< sorted, contiguous from 0
 };

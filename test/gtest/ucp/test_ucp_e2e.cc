@@ -200,6 +200,109 @@ TEST_P(UcpE2e, RkeyRangeIsChecked) {
   EXPECT_EQ(ep_->rkey_unpack(junk).status(), Status::InvalidParam);
 }
 
+// A put that the transport completes in the call (short, bcopy, or a
+// zero-copy one into mapped memory) returns a completed request, its
+// callback run once already; the request stays Ok whatever is done with it,
+// and a flush still waits for every put, done in place or not.
+TEST_P(UcpE2e, PutsDoneInPlaceAreCompletedAndFlushed) {
+  constexpr size_t kSizes[] = {8, 4096, 65536};
+  constexpr size_t kPuts = 8;
+  const size_t len = kPuts * 65536;
+  std::vector<uint8_t> storage;
+  Result<std::unique_ptr<MemHandle>> tmh = Status::NoMemory;
+  if (alloc_) {
+    tmh = MemHandle::alloc(*ctx_, len);
+  } else {
+    storage.assign(len, 0);
+    tmh = MemHandle::map(*ctx_, storage.data(), storage.size());
+  }
+  ASSERT_TRUE(tmh.ok()) << ucs::status_string(tmh.status());
+  auto* target = static_cast<uint8_t*>((*tmh)->address());
+  auto rkey = ep_->rkey_unpack(*(*tmh)->rkey_pack());
+  ASSERT_TRUE(rkey.ok());
+  const uint64_t base = reinterpret_cast<uintptr_t>(target);
+  for (size_t n : kSizes) {
+    for (bool registered : {false, true}) {
+      SCOPED_TRACE("size " + std::to_string(n) + (registered ? " registered" : ""));
+      std::memset(target, 0, len);
+      std::vector<uint8_t> src = filled(kPuts * n, n + registered);
+      std::unique_ptr<MemHandle> smh;
+      if (registered) smh = std::move(*MemHandle::map(*ctx_, src.data(), src.size()));
+      std::vector<int> calls(kPuts, 0);
+      std::vector<std::shared_ptr<Request>> reqs;
+      // No progress between the puts: whatever did not complete in place
+      // is still in flight when the flush starts.
+      for (size_t i = 0; i < kPuts; ++i) {
+        RequestParams params;
+        params.memh = smh.get();
+        params.callback = [&calls, i](Status st) {
+          EXPECT_EQ(st, Status::Ok);
+          ++calls[i];
+        };
+        auto r = ep_->put_nbx(src.data() + i * n, n, base + i * n, **rkey, params);
+        ASSERT_TRUE(r.ok()) << ucs::status_string(r.status());
+        ASSERT_TRUE(*r);
+        if ((*r)->completed()) {
+          EXPECT_EQ((*r)->status(), Status::Ok);
+          EXPECT_EQ(calls[i], 1) << "completed, but its callback did not run once";
+          (*r)->cancel();
+          EXPECT_EQ((*r)->test(), Status::Ok);
+          EXPECT_EQ((*r)->wait(), Status::Ok);
+        }
+        reqs.push_back(*r);
+      }
+      ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+      for (size_t i = 0; i < kPuts; ++i) {
+        EXPECT_TRUE(reqs[i]->completed()) << "put " << i << " is not done after the flush";
+        EXPECT_EQ(reqs[i]->status(), Status::Ok);
+        EXPECT_EQ(calls[i], 1) << "put " << i;
+      }
+      ASSERT_TRUE(std::equal(src.begin(), src.end(), target));
+      // Many more of the same bytes, never progressed: the flush after
+      // them waits for every one.
+      std::memset(target, 0, len);
+      int done = 0;
+      for (size_t i = 0; i < 1000; ++i) {
+        RequestParams params;
+        params.memh = smh.get();
+        params.callback = [&done](Status st) { done += st == Status::Ok; };
+        ASSERT_TRUE(ep_->put_nbx(src.data(), n, base, **rkey, params).ok());
+      }
+      ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+      EXPECT_EQ(done, 1000);
+      ASSERT_TRUE(std::equal(src.begin(), src.begin() + static_cast<ptrdiff_t>(n), target));
+    }
+  }
+}
+
+// Operations refused when they start say so, run no callback, and leave
+// nothing for the flush.
+TEST_P(UcpE2e, RefusedPutsRunNoCallback) {
+  std::vector<uint8_t> target(4096);
+  auto tmh = MemHandle::map(*ctx_, target.data(), target.size());
+  ASSERT_TRUE(tmh.ok());
+  auto rkey = ep_->rkey_unpack(*(*tmh)->rkey_pack());
+  ASSERT_TRUE(rkey.ok());
+  const uint64_t base = reinterpret_cast<uintptr_t>(target.data());
+  int calls = 0;
+  RequestParams params;
+  params.callback = [&calls](Status) { ++calls; };
+  std::vector<uint8_t> src(16, 0x5a);
+  EXPECT_EQ(ep_->put_nbx(src.data(), 8, base + 4092, **rkey, params).status(),
+            Status::InvalidParam);
+  EXPECT_EQ(ep_->put_nbx(src.data(), 8, base - 8, **rkey, params).status(), Status::InvalidParam);
+  EXPECT_EQ(ep_->get_nbx(src.data(), 16, base + 4090, **rkey, params).status(),
+            Status::InvalidParam);
+  EXPECT_EQ(ep_->put_nbx(nullptr, 8, base, **rkey, params).status(), Status::InvalidParam);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(wait(ep_->flush()), Status::Ok);
+  EXPECT_TRUE(std::all_of(target.begin(), target.end(), [](uint8_t b) { return b == 0; }));
+  ASSERT_EQ(wait(ep_->close(CloseMode::Flush)), Status::Ok);
+  EXPECT_EQ(ep_->put_nbx(src.data(), 8, base, **rkey, params).status(), Status::Canceled);
+  EXPECT_EQ(ep_->get_nbx(src.data(), 8, base, **rkey, params).status(), Status::Canceled);
+  EXPECT_EQ(calls, 0);
+}
+
 TEST_P(UcpE2e, WorkerFlushAndClose) {
   EXPECT_EQ(wait(sender().flush()), Status::Ok);
   EXPECT_EQ(wait(ep_->close(CloseMode::Flush)), Status::Ok);
