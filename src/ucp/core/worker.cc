@@ -212,6 +212,12 @@ std::shared_ptr<Request> Worker::submit(std::unique_ptr<proto::RequestOp> op,
                                     next_seq_++, params.callback, deadline, std::move(op));
   active_.push_back(r);
   r->advance(now);
+  // Done at once with nothing in flight (a zero-copy put into mapped
+  // memory): it leaves at once, or a caller that never progresses (it has
+  // no need to) would pile every such request up in active_. Only from the
+  // back: a callback may have started later requests, and active_ stays in
+  // sequence order.
+  if (active_.back() == r && r->retired()) active_.pop_back();
   return r;
 }
 
