@@ -136,6 +136,16 @@ class Endpoint {
   std::shared_ptr<Request> put_at_once(const proto::ProtoRange& range, const void* buffer,
                                        size_t length, uint64_t remote_addr, const Rkey& rkey,
                                        const RequestParams& params);
+  /// A get (bcopy or zero-copy) or a zero-copy put that the general path
+  /// would move as one slice on the range's first lane, posted there at
+  /// once: the worker's completed request when the transport did it in the
+  /// call; a request around the posted operation (proto::PostedSliceOp)
+  /// when it answered InProgress; null when nothing was done (NoResource,
+  /// an error, a lane down, a buffer the lane would have to register, more
+  /// than one slice): the general path then takes it.
+  std::shared_ptr<Request> rma_at_once(proto::Op op, const proto::ProtoRange& range, void* buffer,
+                                       size_t length, uint64_t remote_addr, const Rkey& rkey,
+                                       const RequestParams& params);
   /// The lanes of an operation: the first `carrying` take its slices, the
   /// others stand by for a slice whose lane fails; `rank` per lane (empty:
   /// all equal).

@@ -18,6 +18,7 @@
 #include "ucp/api/context.h"
 #include "ucp/api/request.h"
 #include "ucp/proto/ep_protocols.h"
+#include "ucp/proto/rma_op.h"
 #include "ucp/proto/staging_op.h"
 #include "ucp/wireup/address.h"
 #include "ucp/wireup/lane_select.h"
@@ -261,6 +262,9 @@ class Worker {
   /// Completed with Ok and immutable: every operation that completes in the
   /// call that started it returns this one (completed_request()).
   std::unique_ptr<Request> done_;
+  /// The completion the next at-once put or get hands its transport
+  /// (Endpoint::rma_at_once); null after one went InProgress with it.
+  std::unique_ptr<proto::PostedSliceOp::Slot> slot_spare_;
   std::vector<Endpoint*> eps_;
   std::vector<Endpoint*> reconnecting_;  ///< endpoints with a failed lane to connect again
   std::map<const uct::Endpoint*, std::pair<Endpoint*, size_t>> uct_eps_;          ///< -> (ep, lane)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Endpoint operations: put, get, active messages, flush, close. Each looks up
-// its protocol, plans its slices and hands a RequestOp to the worker.
+// its protocol, plans its slices and hands a RequestOp to the worker; a put
+// or get of one slice is first posted at once, without an op or a plan.
 #include <algorithm>
 #include <cstring>
 
@@ -41,6 +42,22 @@ size_t rma_fragment(proto::Op op, ProtoKind kind, const std::vector<proto::LaneR
     if (limit > 0) frag = std::min(frag, limit);
   }
   return frag == SIZE_MAX ? std::max<size_t>(length, 1) : frag;
+}
+
+// The mode RmaOp::issue_on picks for a single slice of `length` bytes on
+// `lane` (a copy kind is Short or Bcopy): Bcopy, Zcopy, or Short when it
+// fits neither.
+ProtoKind slice_mode(proto::Op op, bool copy_kind, const proto::LaneRuntime& lane, size_t length) {
+  const bool put = op == proto::Op::Put;
+  const uct::OpLimits& lim = put ? lane.attr.put : lane.attr.get;
+  const uint64_t cap = lane.attr.cap;
+  const bool bcopy =
+      (cap & (put ? uct::kCapPutBcopy : uct::kCapGetBcopy)) && length <= lim.max_bcopy;
+  const bool zcopy =
+      (cap & (put ? uct::kCapPutZcopy : uct::kCapGetZcopy)) && length <= lim.max_zcopy;
+  if (copy_kind && bcopy) return ProtoKind::Bcopy;
+  if (zcopy) return ProtoKind::Zcopy;
+  return bcopy ? ProtoKind::Bcopy : ProtoKind::Short;
 }
 
 // `dev` is `name` or one of its ports ("mlx5_0:1" for "mlx5_0").
@@ -165,8 +182,11 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
     if (staging) return rma_staged(op, *staging, buffer, length, remote_addr, rkey, params);
     return no_protocol(op, mem);
   }
-  if (op == proto::Op::Put && (!params.rails || params.rails->empty())) {
-    std::shared_ptr<Request> r = put_at_once(*range, buffer, length, remote_addr, rkey, params);
+  if (!params.rails || params.rails->empty()) {
+    std::shared_ptr<Request> r =
+        op == proto::Op::Put ? put_at_once(*range, buffer, length, remote_addr, rkey, params)
+                             : nullptr;
+    if (!r) r = rma_at_once(op, *range, buffer, length, remote_addr, rkey, params);
     if (r) return r;
   }
   proto::RmaParams p =
@@ -271,6 +291,72 @@ std::shared_ptr<Request> Endpoint::put_at_once(const proto::ProtoRange& range, c
   lr.local_completions = true;
   lr.rma_bytes += length;
   return worker_->completed_request(params);
+}
+
+std::shared_ptr<Request> Endpoint::rma_at_once(proto::Op op, const proto::ProtoRange& range,
+                                               void* buffer, size_t length, uint64_t remote_addr,
+                                               const Rkey& rkey, const RequestParams& params) {
+  const bool put = op == proto::Op::Put;
+  const bool copy_kind = range.kind == ProtoKind::Short || range.kind == ProtoKind::Bcopy;
+  // Copy-kind puts are put_at_once's (no completion to hand over).
+  if ((!copy_kind && range.kind != ProtoKind::Zcopy) || (put && copy_kind) || range.lanes.empty() ||
+      length == 0) {
+    return nullptr;
+  }
+  const size_t lane = range.lanes[0];
+  const proto::LaneRuntime& lr = runtime_[lane];
+  const uct::Rkey* urkey = rkey.for_lane(lane);
+  if (is_error(lr.status) || !urkey) return nullptr;
+  // One slice, as rma_fragment() would cut it: the message fits the limit
+  // of every lane that may carry it.
+  const auto fits = [this, op, &range, length](const std::vector<size_t>& lanes) {
+    for (size_t l : lanes) {
+      const size_t limit = lane_limit(op, range.kind, runtime_[l]);
+      if (limit > 0 && length > limit) return false;
+    }
+    return true;
+  };
+  if (!fits(range.lanes) || !fits(selection_.rma_bw_lanes)) return nullptr;
+  const ProtoKind mode = slice_mode(op, copy_kind, lr, length);
+  if (mode == ProtoKind::Short || (mode == ProtoKind::Bcopy && put)) return nullptr;
+  const bool bcopy = mode == ProtoKind::Bcopy;
+  // Zero-copy from the caller's registration only; one the lane would have
+  // to make (and keep until the end) is the general path's (LocalRegs).
+  const uct::MemHandle* memh = nullptr;
+  if (!bcopy) {
+    if (params.memh && params.memh->contains(buffer, length)) {
+      memh = params.memh->uct_memh(lr.md_index);
+    }
+    if (!memh) return nullptr;
+  }
+  std::unique_ptr<proto::PostedSliceOp::Slot>& slot = worker_->slot_spare_;
+  if (!slot) slot = proto::PostedSliceOp::make_slot();
+  slot->reset();
+  Status s;
+  if (bcopy) {
+    const auto unpack = [](void* dest, const void* data, size_t n) { std::memcpy(dest, data, n); };
+    s = lr.ep->get_bcopy(unpack, buffer, length, remote_addr, *urkey, &slot->comp);
+  } else {
+    const uct::Iov iov{buffer, length, memh};
+    s = put ? lr.ep->put_zcopy(&iov, 1, remote_addr, *urkey, &slot->comp)
+            : lr.ep->get_zcopy(&iov, 1, remote_addr, *urkey, &slot->comp);
+  }
+  if (s == Status::Ok) {
+    if (put) lr.local_completions = true;
+    lr.rma_bytes += length;
+    return worker_->completed_request(params);
+  }
+  if (s != Status::InProgress) return nullptr;  // nothing was done
+  lr.rma_bytes += length;
+  // Should it fail, the general op redoes the whole put or get (a single
+  // slice) on the lanes as they are by then. `range` lives in protocols_,
+  // `rkey` as long as the request (the caller's contract).
+  auto retry = [this, op, &range, buffer, length, remote_addr, r = &rkey, m = params.memh] {
+    return std::unique_ptr<proto::RequestOp>(std::make_unique<proto::RmaOp>(
+        &runtime_, rma_params(op, range, buffer, length, remote_addr, *r, m, nullptr)));
+  };
+  return worker_->submit(std::make_unique<proto::PostedSliceOp>(std::move(slot), retry), params,
+                         this);
 }
 
 Result<std::shared_ptr<Request>> Endpoint::put_nbx(const void* buffer, size_t length,

@@ -100,4 +100,40 @@ Status RmaOp::issue_zcopy(size_t ep_lane, const Slice& s, const uct::Rkey& rkey,
                                : lr.ep->get_zcopy(&iov, 1, raddr, rkey, comp);
 }
 
+void PostedSliceOp::Slot::reset() {
+  comp.count = 1;
+  comp.status = Status::Ok;
+  fired = false;
+}
+
+std::unique_ptr<PostedSliceOp::Slot> PostedSliceOp::make_slot() {
+  auto slot = std::make_unique<Slot>();
+  slot->comp.func = [](uct::Completion* c) { static_cast<Slot*>(c->arg)->fired = true; };
+  slot->comp.arg = slot.get();
+  return slot;
+}
+
+Status PostedSliceOp::progress() {
+  if (general_) return general_->progress();
+  if (!slot_->fired) return Status::InProgress;
+  if (slot_->comp.status == Status::Ok || aborted_) return slot_->comp.status;
+  general_ = retry_();
+  return general_->progress();
+}
+
+void PostedSliceOp::abort() {
+  aborted_ = true;
+  if (general_) general_->abort();
+}
+
+size_t PostedSliceOp::in_flight() const {
+  if (orphaned_) return 0;
+  return (slot_->fired ? 0 : 1) + (general_ ? general_->in_flight() : 0);
+}
+
+void PostedSliceOp::orphan() {
+  orphaned_ = true;
+  if (general_) general_->orphan();
+}
+
 }  // namespace mc::ucp::proto

@@ -2,6 +2,7 @@
 // RmaOp: a put or a get, cut into slices over one or several lanes.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -53,6 +54,39 @@ class RmaOp : public RequestOp, private SliceIssuer {
   RmaParams params_;
   LocalRegs regs_;
   SliceExecutor executor_;
+  bool orphaned_ = false;
+};
+
+/// A single-slice put or get that its endpoint posted itself (the at-once
+/// path) and that the transport answered with InProgress: it completes
+/// with that one transport operation. Should the operation fail, `retry`
+/// makes the general op (an RmaOp) that takes the whole put or get over
+/// from the start, on the lanes as they are then (another lane, retries):
+/// what the general path does with a failed slice.
+class PostedSliceOp : public RequestOp {
+ public:
+  /// The completion handed to the transport (its address stays put).
+  struct Slot {
+    uct::Completion comp;
+    bool fired = false;
+    /// Ready for one more operation.
+    void reset();
+  };
+  static std::unique_ptr<Slot> make_slot();
+
+  PostedSliceOp(std::unique_ptr<Slot> slot, std::function<std::unique_ptr<RequestOp>()> retry)
+      : slot_(std::move(slot)), retry_(std::move(retry)) {}
+
+  ucs::Status progress() override;
+  void abort() override;
+  size_t in_flight() const override;
+  void orphan() override;
+
+ private:
+  std::unique_ptr<Slot> slot_;
+  std::function<std::unique_ptr<RequestOp>()> retry_;
+  std::unique_ptr<RequestOp> general_;  ///< after a failure: the op that took over
+  bool aborted_ = false;
   bool orphaned_ = false;
 };
 

@@ -275,6 +275,61 @@ TEST_P(UcpE2e, PutsDoneInPlaceAreCompletedAndFlushed) {
   }
 }
 
+// Gets (and zero-copy puts) that one transport call moves are posted at
+// once: done in the call (mapped sm memory, self) they return a completed
+// request with its callback run; else (tcp, CMA) a request that completes
+// with that call. Either way the data is there when the request completes.
+TEST_P(UcpE2e, SingleSliceGetsAndPutsPostedAtOnce) {
+  const size_t len = size_t{1} << 20;
+  std::vector<uint8_t> storage;
+  Result<std::unique_ptr<MemHandle>> tmh = Status::NoMemory;
+  if (alloc_) {
+    tmh = MemHandle::alloc(*ctx_, len);
+  } else {
+    storage.assign(len, 0);
+    tmh = MemHandle::map(*ctx_, storage.data(), storage.size());
+  }
+  ASSERT_TRUE(tmh.ok()) << ucs::status_string(tmh.status());
+  auto* target = static_cast<uint8_t*>((*tmh)->address());
+  auto rkey = ep_->rkey_unpack(*(*tmh)->rkey_pack());
+  ASSERT_TRUE(rkey.ok());
+  const uint64_t base = reinterpret_cast<uintptr_t>(target);
+  for (size_t n : {size_t{1}, size_t{8}, size_t{777}, size_t{4096}, size_t{65536}, len}) {
+    for (bool registered : {false, true}) {
+      SCOPED_TRACE("size " + std::to_string(n) + (registered ? " registered" : ""));
+      const std::vector<uint8_t> pattern = filled(n, n * 3 + registered);
+      std::memcpy(target, pattern.data(), n);
+      std::vector<uint8_t> back(n, 0xee);
+      std::unique_ptr<MemHandle> bmh;
+      if (registered) bmh = std::move(*MemHandle::map(*ctx_, back.data(), n));
+      int calls = 0;
+      RequestParams params;
+      params.memh = bmh.get();
+      params.callback = [&calls](Status st) {
+        EXPECT_EQ(st, Status::Ok);
+        ++calls;
+      };
+      auto r = ep_->get_nbx(back.data(), n, base, **rkey, params);
+      ASSERT_TRUE(r.ok()) << ucs::status_string(r.status());
+      if ((*r)->completed()) {
+        EXPECT_EQ((*r)->status(), Status::Ok);
+        EXPECT_EQ(calls, 1);
+        EXPECT_EQ(back, pattern) << "completed before the data arrived";
+      }
+      ASSERT_EQ(wait(*r), Status::Ok);
+      EXPECT_EQ(calls, 1);
+      ASSERT_EQ(back, pattern);
+      // And back again as a put, from the registered buffer.
+      const std::vector<uint8_t> other = filled(n, n * 5 + registered);
+      std::memcpy(back.data(), other.data(), n);
+      ASSERT_EQ(wait(ep_->put_nbx(back.data(), n, base, **rkey, params)), Status::Ok);
+      EXPECT_EQ(calls, 2);
+      ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+      ASSERT_TRUE(std::equal(other.begin(), other.end(), target));
+    }
+  }
+}
+
 // Operations refused when they start say so, run no callback, and leave
 // nothing for the flush.
 TEST_P(UcpE2e, RefusedPutsRunNoCallback) {
