@@ -22,27 +22,36 @@ uint64_t percentile(std::vector<uint64_t>& v, double rank) {
 
 Measurement::Measurement(TestType type, uint64_t iters, double percentile_rank, ProgressFn progress)
     : factor_(type == TestType::PingPong ? 2.0 : 1.0),
+      batch_(type == TestType::Stream ? kStreamBatch : 1),
       rank_(percentile_rank),
       progress_(std::move(progress)) {
   // Touch the samples now, not during the run.
-  samples_.resize(std::min<uint64_t>(iters, kMaxSamples));
+  samples_.resize(std::min<uint64_t>(iters / batch_ + 1, kMaxSamples));
 }
 
 void Measurement::start() {
   start_ = last_ = prev_time_ = clock_now();
+  until_sample_ = batch_;
   interval_ = static_cast<uint64_t>(ticks_per_second());
   next_report_ = progress_ ? start_ + interval_ : UINT64_MAX;
 }
 
 void Measurement::finish() {
   end_ = clock_now();
+  // A run shorter than one batch still gets a sample: its part of a batch,
+  // scaled to a whole one.
+  const uint64_t partial = batch_ - until_sample_;
+  if (nsamples_ == 0 && partial > 0 && partial < batch_ && !samples_.empty()) {
+    samples_[0] = (end_ - last_) * batch_ / partial;
+    nsamples_ = 1;
+  }
 }
 
 void Measurement::keep_sample(uint64_t delta) {
   rng_ ^= rng_ << 13;
   rng_ ^= rng_ >> 7;
   rng_ ^= rng_ << 17;
-  const uint64_t j = rng_ % (count_ + 1);
+  const uint64_t j = reservoir_slot(rng_, nsamples_);
   if (j < samples_.size()) samples_[j] = delta;
 }
 
@@ -71,13 +80,13 @@ PerfResult Measurement::totals(uint64_t now) const {
 void Measurement::report(uint64_t now) {
   PerfResult r = totals(now);
   // The percentile of this interval's samples (ucx_perftest: of recent ones).
-  const uint64_t first = std::min<uint64_t>(prev_count_, samples_.size());
-  const uint64_t last = std::min<uint64_t>(count_, samples_.size());
+  const uint64_t first = std::min<uint64_t>(prev_samples_, samples_.size());
+  const uint64_t last = std::min<uint64_t>(nsamples_, samples_.size());
   if (last > first) {
     std::vector<uint64_t> recent(samples_.begin() + static_cast<ptrdiff_t>(first),
                                  samples_.begin() + static_cast<ptrdiff_t>(last));
-    r.lat_percentile =
-        static_cast<double>(percentile(recent, rank_)) / ticks_per_second() / factor_;
+    r.lat_percentile = static_cast<double>(percentile(recent, rank_)) / ticks_per_second() /
+                       factor_ / static_cast<double>(batch_);
   } else {
     r.lat_percentile = r.lat_moment;
   }
@@ -85,6 +94,7 @@ void Measurement::report(uint64_t now) {
   prev_time_ = now;
   prev_count_ = count_;
   prev_bytes_ = bytes_;
+  prev_samples_ = nsamples_;
   // Reporting took time: the next interval starts after it.
   last_ = clock_now();
   next_report_ = last_ + interval_;
@@ -94,10 +104,10 @@ PerfResult Measurement::result() const {
   PerfResult r = totals(end_ ? end_ : last_);
   std::vector<uint64_t> v(
       samples_.begin(),
-      samples_.begin() + static_cast<ptrdiff_t>(std::min<uint64_t>(count_, samples_.size())));
+      samples_.begin() + static_cast<ptrdiff_t>(std::min<uint64_t>(nsamples_, samples_.size())));
   r.samples = v.size();
   if (v.empty()) return r;
-  const double scale = 1.0 / ticks_per_second() / factor_;
+  const double scale = 1.0 / ticks_per_second() / factor_ / static_cast<double>(batch_);
   const auto [mn, mx] = std::minmax_element(v.begin(), v.end());
   r.lat_min = static_cast<double>(*mn) * scale;
   r.lat_max = static_cast<double>(*mx) * scale;

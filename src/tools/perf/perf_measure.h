@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Measurement: the clock of the client side of a run. It keeps one sample
-// per iteration (round trip or posted operation) for percentiles, and the
+// per round trip of a ping-pong test, and one per kStreamBatch posted
+// operations of a stream test (their average), for percentiles, and the
 // totals ucx_perftest reports: overall, and "moment" (since the last report).
 #pragma once
 
@@ -37,25 +38,23 @@ class Measurement {
   /// At most this many samples are kept; beyond it a uniform sample of
   /// them (reservoir sampling), so a long run stays within 128 MiB.
   static constexpr size_t kMaxSamples = size_t{16} << 20;
+  /// A stream test reads the clock once per this many operations (as
+  /// ucx_perftest's bandwidth loop does not time each one): a sample is the
+  /// batch's time divided by its size. Ping-pong tests sample every round
+  /// trip.
+  static constexpr uint64_t kStreamBatch = 64;
 
   Measurement(TestType type, uint64_t iters, double percentile_rank, ProgressFn progress);
 
   /// Starts the clock (after the warm-up).
   void start();
 
-  /// One iteration done, `bytes` moved.
+  /// One iteration done, `bytes` moved. Reads the clock only when a
+  /// sample is due (each iteration of a ping-pong test).
   void update(size_t bytes) {
-    const uint64_t now = clock_now();
-    const uint64_t delta = now - last_;
-    last_ = now;
-    if (count_ < samples_.size()) {
-      samples_[count_] = delta;
-    } else {
-      keep_sample(delta);
-    }
     ++count_;
     bytes_ += bytes;
-    if (now >= next_report_) report(now);
+    if (--until_sample_ == 0) sample();
   }
 
   /// Stops the clock (after the final flush of a bandwidth test).
@@ -66,19 +65,45 @@ class Measurement {
 
   uint64_t iterations() const { return count_; }
 
+  /// Iterations per sample: 1, or kStreamBatch for stream tests.
+  uint64_t batch() const { return batch_; }
+
+  /// The slot of the reservoir that sample number `n` (0-based, `n` >=
+  /// kept) replaces for the random value `r`: uniform in [0, n] (Lemire's
+  /// multiply-shift range reduction, no division); `kept` or more: none.
+  static uint64_t reservoir_slot(uint64_t r, uint64_t n) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(r) * (n + 1)) >> 64);
+  }
+
  private:
+  void sample() {
+    until_sample_ = batch_;
+    const uint64_t now = clock_now();
+    const uint64_t delta = now - last_;
+    last_ = now;
+    if (nsamples_ < samples_.size()) {
+      samples_[nsamples_] = delta;
+    } else {
+      keep_sample(delta);
+    }
+    ++nsamples_;
+    if (now >= next_report_) report(now);
+  }
   void keep_sample(uint64_t delta);
   void report(uint64_t now);
   PerfResult totals(uint64_t now) const;
 
-  const double factor_;  // 2 for ping-pong (half round trip), else 1
+  const double factor_;   // 2 for ping-pong (half round trip), else 1
+  const uint64_t batch_;  // iterations per sample
   const double rank_;
   ProgressFn progress_;
-  std::vector<uint64_t> samples_;
+  std::vector<uint64_t> samples_;  // ticks per batch_ iterations
   uint64_t count_ = 0, bytes_ = 0;
+  uint64_t nsamples_ = 0, until_sample_ = 0;  // samples taken; iterations to the next
   uint64_t start_ = 0, last_ = 0, end_ = 0;
   uint64_t next_report_ = UINT64_MAX, interval_ = 0;
   uint64_t prev_time_ = 0, prev_count_ = 0, prev_bytes_ = 0;  // at the last report
+  uint64_t prev_samples_ = 0;
   uint64_t rng_ = 0x853c49e6748fea9bull;
 };
 

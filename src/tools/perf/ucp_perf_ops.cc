@@ -2,6 +2,7 @@
 // UCP tests: posting requests, the window, flush, ping-pong, the client's
 // stream, the server's service loop, and the end of a run (done, data check,
 // verdict).
+#include <algorithm>
 #include <cstring>
 
 #include "tools/perf/ucp_perf_tests.h"
@@ -107,24 +108,37 @@ Status UcpTest::run_pingpong() {
   return Status::Ok;
 }
 
-// The client streams with at most -O requests in flight. Puts may land out
-// of order (several lanes or connections): all before the last are flushed
-// first, so that its final pattern stays. ucp_am_bw waits for the server's
-// acknowledgement of the last message before the clock stops.
-Status UcpTest::run_stream_client() {
-  for (iter_ = 0; iter_ < total_; ++iter_) {
-    if (iter_ == p_.warmup) ctx_.measure->start();
-    if (iter_ == total_ - 1) {
-      if (cmd_ == UcpCmd::Put) {
-        MC_RETURN_IF_ERROR(wait_outstanding(0));
-        MC_RETURN_IF_ERROR(flush());
-      }
-      use_final();
-    }
+// Posts iterations [iter_, end) with at most -O requests in flight, each
+// counted by `measure` unless null (the warm-up).
+Status UcpTest::post_until(uint64_t end, Measurement* measure) {
+  for (; iter_ < end; ++iter_) {
     if (outstanding_ >= window_) MC_RETURN_IF_ERROR(wait_outstanding(window_ - 1));
     MC_RETURN_IF_ERROR(post());
-    if (iter_ >= p_.warmup) ctx_.measure->update(len_);
+    if (measure) measure->update(len_);
   }
+  return Status::Ok;
+}
+
+// The client streams with at most -O requests in flight: the warm-up, the
+// measured iterations but the last, then the last from the final buffer
+// (the phases are loops of their own, not tests in every iteration). Puts
+// may land out of order (several lanes or connections): all before the
+// last are flushed first, so that its final pattern stays. ucp_am_bw waits
+// for the server's acknowledgement of the last message before the clock
+// stops.
+Status UcpTest::run_stream_client() {
+  iter_ = 0;
+  if (total_ == 0) return Status::Ok;
+  const uint64_t last = total_ - 1;
+  MC_RETURN_IF_ERROR(post_until(std::min(p_.warmup, last), nullptr));
+  if (iter_ == p_.warmup) ctx_.measure->start();
+  MC_RETURN_IF_ERROR(post_until(last, iter_ >= p_.warmup ? ctx_.measure : nullptr));
+  if (cmd_ == UcpCmd::Put) {
+    MC_RETURN_IF_ERROR(wait_outstanding(0));
+    MC_RETURN_IF_ERROR(flush());
+  }
+  use_final();
+  MC_RETURN_IF_ERROR(post_until(total_, iter_ >= p_.warmup ? ctx_.measure : nullptr));
   if (cmd_ == UcpCmd::Am) MC_RETURN_IF_ERROR(progress_until([&] { return am_acked_; }));
   return Status::Ok;
 }

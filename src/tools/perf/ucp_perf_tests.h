@@ -77,6 +77,7 @@ class UcpTest {
   }
   Status request_error();
   Status run_pingpong();
+  Status post_until(uint64_t end, Measurement* measure);
   Status run_stream_client();
   Status serve_until_done();
   Status finish();

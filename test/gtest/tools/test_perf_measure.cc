@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// mc_perftest's Measurement: one clock sample per round trip of a ping-pong
+// test, one per Measurement::kStreamBatch operations of a stream test, and
+// the reservoir's range reduction.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tools/perf/perf_clock.h"
+#include "tools/perf/perf_measure.h"
+
+namespace mc::perf {
+namespace {
+
+class PerfMeasure : public ::testing::Test {
+ protected:
+  void SetUp() override { clock_init(); }
+};
+
+TEST_F(PerfMeasure, PingPongSamplesEveryIteration) {
+  Measurement m(TestType::PingPong, 100, 50.0, nullptr);
+  EXPECT_EQ(m.batch(), 1u);
+  m.start();
+  for (int i = 0; i < 100; ++i) m.update(8);
+  m.finish();
+  const PerfResult r = m.result();
+  EXPECT_EQ(r.iters, 100u);
+  EXPECT_EQ(r.bytes, 800u);
+  EXPECT_EQ(r.samples, 100u);
+  EXPECT_LE(r.lat_min, r.lat_p50);
+  EXPECT_LE(r.lat_p50, r.lat_max);
+}
+
+TEST_F(PerfMeasure, StreamSamplesEveryBatch) {
+  const uint64_t batch = Measurement::kStreamBatch;
+  const uint64_t iters = 10 * batch + batch / 2;
+  Measurement m(TestType::Stream, iters, 50.0, nullptr);
+  EXPECT_EQ(m.batch(), batch);
+  m.start();
+  for (uint64_t i = 0; i < iters; ++i) m.update(8);
+  m.finish();
+  const PerfResult r = m.result();
+  EXPECT_EQ(r.iters, iters);
+  EXPECT_EQ(r.bytes, 8 * iters);
+  EXPECT_EQ(r.samples, 10u);  // whole batches only
+  EXPECT_GT(r.mr_total, 0);
+  // A sample is a batch's time per operation: none exceeds the whole run.
+  EXPECT_LE(r.lat_max * static_cast<double>(batch), r.elapsed);
+}
+
+TEST_F(PerfMeasure, StreamShorterThanBatchKeepsOneSample) {
+  Measurement m(TestType::Stream, 5, 50.0, nullptr);
+  m.start();
+  for (int i = 0; i < 5; ++i) m.update(8);
+  m.finish();
+  const PerfResult r = m.result();
+  EXPECT_EQ(r.iters, 5u);
+  EXPECT_EQ(r.samples, 1u);
+  EXPECT_GE(r.lat_p50, 0);
+}
+
+TEST_F(PerfMeasure, ReservoirSlotIsUniformInRange) {
+  // The range reduction maps the whole 64-bit range onto [0, n] evenly.
+  EXPECT_EQ(Measurement::reservoir_slot(0, 9), 0u);
+  EXPECT_EQ(Measurement::reservoir_slot(UINT64_MAX, 9), 9u);
+  EXPECT_EQ(Measurement::reservoir_slot(UINT64_MAX, 0), 0u);
+  std::vector<unsigned> hits(10);
+  uint64_t x = 0x853c49e6748fea9bull;
+  for (int i = 0; i < 100000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const uint64_t j = Measurement::reservoir_slot(x, 9);
+    ASSERT_LE(j, 9u);
+    ++hits[j];
+  }
+  for (unsigned h : hits) {
+    EXPECT_GT(h, 9000u);
+    EXPECT_LT(h, 11000u);
+  }
+}
+
+}  // namespace
+}  // namespace mc::perf
