@@ -229,7 +229,15 @@ class Worker {
   /// it (the single-slice fast path): runs its callback with Ok, then
   /// returns done_, which no one owns but the worker (no allocation, no
   /// shared count).
-  std::shared_ptr<Request> completed_request(const RequestParams& params);
+  std::shared_ptr<Request> completed_request(const RequestParams& params) {
+    // Nothing of the operation is left to progress, flush or cancel, so one
+    // completed request serves them all; it never joins active_. An empty
+    // owner (the aliasing constructor): copies and destruction of the
+    // handle touch no shared count, and done_ lives as long as the worker,
+    // which the caller's use of a request may not outlive anyway.
+    if (params.callback) params.callback(Status::Ok);
+    return std::shared_ptr<Request>(std::shared_ptr<Request>(), done_.get());
+  }
   std::shared_ptr<const proto::EpProtocols> protocols_for(const wireup::LaneSelection& sel);
   /// The path of a staging plan (EpProtocols' or plan_staging()'s): its
   /// endpoint and pool made on first use.

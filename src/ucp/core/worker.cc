@@ -221,16 +221,6 @@ std::shared_ptr<Request> Worker::submit(std::unique_ptr<proto::RequestOp> op,
   return r;
 }
 
-std::shared_ptr<Request> Worker::completed_request(const RequestParams& params) {
-  // Nothing of the operation is left to progress, flush or cancel, so one
-  // completed request serves them all; it never joins active_. An empty
-  // owner (the aliasing constructor): copies and destruction of the
-  // handle touch no shared count, and done_ lives as long as the worker,
-  // which the caller's use of a request may not outlive anyway.
-  if (params.callback) params.callback(Status::Ok);
-  return std::shared_ptr<Request>(std::shared_ptr<Request>(), done_.get());
-}
-
 bool Worker::completed_before(const Endpoint* ep, uint64_t seq) const {
   // active_ is in submission order, which is sequence order: the requests
   // from `seq` on need no look.

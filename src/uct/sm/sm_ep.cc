@@ -10,7 +10,11 @@
 
 namespace mc::uct::sm {
 
-SmEp::SmEp(SmIface* iface, PeerRing* peer) : iface_(iface), peer_(peer), cma_(iface->config().cma) {
+SmEp::SmEp(SmIface* iface, PeerRing* peer)
+    : iface_(iface),
+      peer_(peer),
+      max_short_(iface->fallback().fragment_size()),
+      cma_(iface->config().cma) {
   ++peer_->refs;
 }
 
@@ -103,10 +107,18 @@ Status SmEp::rma(bool write, const Iov* iov, size_t count, uint64_t remote_addr,
 }
 
 Status SmEp::put_short(const void* buffer, size_t length, uint64_t remote_addr, const Rkey& rkey) {
-  if (length > iface_->fallback().fragment_size()) {
-    MC_LOG(error) << "sm: put_short of " << length << " bytes; at most "
-                  << iface_->fallback().fragment_size();
+  if (length > max_short_) {
+    MC_LOG(error) << "sm: put_short of " << length << " bytes; at most " << max_short_;
     return Status::InvalidParam;
+  }
+  // The common case, rma()'s checks and copy for it in line: a key of a
+  // mapped segment, nothing queued ahead, the endpoint healthy.
+  const SmRkey* key = sm_rkey(rkey);
+  if (key && key->kind() == RkeyKind::Shm && failed_ == Status::Ok && tx_ops_.empty() &&
+      pending_.empty()) {
+    MC_RETURN_IF_ERROR(key->check(remote_addr, length, kAccessRemoteWrite));
+    if (length > 0) std::memcpy(key->mapped(remote_addr), buffer, length);
+    return Status::Ok;
   }
   const Iov iov{const_cast<void*>(buffer), length, nullptr};
   return rma(true, &iov, 1, remote_addr, rkey, nullptr, nullptr, nullptr, true);

@@ -83,6 +83,7 @@ class SmEp : public Endpoint {
 
   SmIface* iface_;
   PeerRing* peer_;
+  const size_t max_short_;  // the fallback's fragment size, fixed with the iface
   Status failed_ = Status::Ok;
   bool reported_ = false;
   bool cma_;                  // CMA still worth trying
