@@ -282,6 +282,7 @@ class Worker {
   std::map<size_t, std::unique_ptr<uct::Endpoint>> memtype_eps_;
   std::map<size_t, std::shared_ptr<proto::StagingPool>> staging_pools_;
   uint64_t progress_calls_ = 0;
+  uint64_t next_sweep_ns_ = 0;  ///< progress() sweeps quiet ifaces from then on
   uint64_t next_seq_ = 1;
   uint64_t next_message_id_ = 1;
   // Rendezvous: the sender's ops awaiting an acknowledgement, by id; the

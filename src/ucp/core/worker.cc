@@ -158,10 +158,20 @@ unsigned Worker::progress() {
   unsigned events = 0;
   // An iface some endpoint has a lane on, or with events in its last
   // kHotCalls calls, is progressed every time; a quiet one no endpoint uses
-  // (tcp's epoll_wait, an io_uring) every 128th time, so the busy lanes'
-  // latency does not pay for it.
+  // (tcp's epoll_wait, an io_uring) every 128th time, and then at most once
+  // per kSweepNs: a busy-polling caller makes 128 calls in a few
+  // microseconds, and a system call that often would cost the busy lanes'
+  // latency more than their own work.
   constexpr uint32_t kHotCalls = 256;
-  const bool sweep = (++progress_calls_ & 127) == 0;
+  constexpr uint64_t kSweepNs = 100'000;
+  bool sweep = false;
+  if ((++progress_calls_ & 127) == 0) {
+    const uint64_t now = ucs::monotonic_ns();
+    if (now >= next_sweep_ns_) {
+      sweep = true;
+      next_sweep_ns_ = now + kSweepNs;
+    }
+  }
   for (WorkerIface& wi : ifaces_) {
     if (wi.lanes == 0 && wi.quiet_calls >= kHotCalls && !sweep) continue;
     const unsigned n = wi.iface->progress();
