@@ -110,6 +110,33 @@ class UcpE2e : public testing::TestWithParam<std::string> {
     return out;
   }
 
+  // A test's target: `len` zeroed bytes of the variant's memory (alloc:
+  // MemHandle::alloc, else a mapped heap buffer) and its rkey here.
+  struct Target {
+    std::vector<uint8_t> storage;
+    std::unique_ptr<MemHandle> memh;
+    std::unique_ptr<Rkey> rkey;
+    uint8_t* data() const { return static_cast<uint8_t*>(memh->address()); }
+    uint64_t base() const { return reinterpret_cast<uintptr_t>(data()); }
+  };
+  void make_target(size_t len, Target* t) {
+    Result<std::unique_ptr<MemHandle>> memh = Status::NoMemory;
+    if (alloc_) {
+      memh = MemHandle::alloc(*ctx_, len);
+    } else {
+      t->storage.assign(len, 0);
+      memh = MemHandle::map(*ctx_, t->storage.data(), len);
+    }
+    ASSERT_TRUE(memh.ok()) << ucs::status_string(memh.status());
+    t->memh = std::move(*memh);
+    std::memset(t->data(), 0, len);
+    Result<std::vector<uint8_t>> packed = t->memh->rkey_pack();
+    ASSERT_TRUE(packed.ok());
+    Result<std::unique_ptr<Rkey>> rkey = ep_->rkey_unpack(*packed);
+    ASSERT_TRUE(rkey.ok());
+    t->rkey = std::move(*rkey);
+  }
+
   std::map<std::string, std::string> env_;
   ucs::config::Sources sources_;
   std::unique_ptr<Context> ctx_;
@@ -120,23 +147,11 @@ class UcpE2e : public testing::TestWithParam<std::string> {
 
 TEST_P(UcpE2e, PutAndGetEverySizeClass) {
   const size_t max = size_t{8} << 20;
-  std::vector<uint8_t> storage;
-  Result<std::unique_ptr<MemHandle>> tmh = Status::NoMemory;
-  if (alloc_) {
-    tmh = MemHandle::alloc(*ctx_, max);
-    ASSERT_TRUE(tmh.ok()) << ucs::status_string(tmh.status());
-    std::memset((*tmh)->address(), 0, max);
-  } else {
-    storage.assign(max, 0);
-    tmh = MemHandle::map(*ctx_, storage.data(), storage.size());
-    ASSERT_TRUE(tmh.ok());
-  }
-  const auto* target = static_cast<const uint8_t*>((*tmh)->address());
-  Result<std::vector<uint8_t>> packed = (*tmh)->rkey_pack();
-  ASSERT_TRUE(packed.ok());
-  Result<std::unique_ptr<Rkey>> rkey = ep_->rkey_unpack(*packed);
-  ASSERT_TRUE(rkey.ok());
-  const uint64_t base = reinterpret_cast<uintptr_t>(target);
+  Target t;
+  ASSERT_NO_FATAL_FAILURE(make_target(max, &t));
+  const uint8_t* target = t.data();
+  const Rkey* rkey = t.rkey.get();
+  const uint64_t base = t.base();
   for (size_t n : sizes(proto::Op::Put)) {
     for (bool registered : {false, true}) {
       SCOPED_TRACE("size " + std::to_string(n) + (registered ? " registered" : ""));
@@ -147,7 +162,7 @@ TEST_P(UcpE2e, PutAndGetEverySizeClass) {
         smh = std::move(*MemHandle::map(*ctx_, src.data(), n));
         params.memh = smh.get();
       }
-      ASSERT_EQ(wait(ep_->put_nbx(src.data(), n, base, **rkey, params)), Status::Ok);
+      ASSERT_EQ(wait(ep_->put_nbx(src.data(), n, base, *rkey, params)), Status::Ok);
       ASSERT_EQ(wait(ep_->flush()), Status::Ok);
       ASSERT_TRUE(std::equal(src.begin(), src.end(), target));
       std::vector<uint8_t> back(n, 0xee);
@@ -156,7 +171,7 @@ TEST_P(UcpE2e, PutAndGetEverySizeClass) {
         bmh = std::move(*MemHandle::map(*ctx_, back.data(), n));
         params.memh = bmh.get();
       }
-      ASSERT_EQ(wait(ep_->get_nbx(back.data(), n, base, **rkey, params)), Status::Ok);
+      ASSERT_EQ(wait(ep_->get_nbx(back.data(), n, base, *rkey, params)), Status::Ok);
       ASSERT_EQ(back, src);
     }
   }
@@ -208,19 +223,11 @@ TEST_P(UcpE2e, PutsDoneInPlaceAreCompletedAndFlushed) {
   constexpr size_t kSizes[] = {8, 4096, 65536};
   constexpr size_t kPuts = 8;
   const size_t len = kPuts * 65536;
-  std::vector<uint8_t> storage;
-  Result<std::unique_ptr<MemHandle>> tmh = Status::NoMemory;
-  if (alloc_) {
-    tmh = MemHandle::alloc(*ctx_, len);
-  } else {
-    storage.assign(len, 0);
-    tmh = MemHandle::map(*ctx_, storage.data(), storage.size());
-  }
-  ASSERT_TRUE(tmh.ok()) << ucs::status_string(tmh.status());
-  auto* target = static_cast<uint8_t*>((*tmh)->address());
-  auto rkey = ep_->rkey_unpack(*(*tmh)->rkey_pack());
-  ASSERT_TRUE(rkey.ok());
-  const uint64_t base = reinterpret_cast<uintptr_t>(target);
+  Target t;
+  ASSERT_NO_FATAL_FAILURE(make_target(len, &t));
+  uint8_t* target = t.data();
+  const Rkey* rkey = t.rkey.get();
+  const uint64_t base = t.base();
   for (size_t n : kSizes) {
     for (bool registered : {false, true}) {
       SCOPED_TRACE("size " + std::to_string(n) + (registered ? " registered" : ""));
@@ -239,7 +246,7 @@ TEST_P(UcpE2e, PutsDoneInPlaceAreCompletedAndFlushed) {
           EXPECT_EQ(st, Status::Ok);
           ++calls[i];
         };
-        auto r = ep_->put_nbx(src.data() + i * n, n, base + i * n, **rkey, params);
+        auto r = ep_->put_nbx(src.data() + i * n, n, base + i * n, *rkey, params);
         ASSERT_TRUE(r.ok()) << ucs::status_string(r.status());
         ASSERT_TRUE(*r);
         if ((*r)->completed()) {
@@ -266,7 +273,7 @@ TEST_P(UcpE2e, PutsDoneInPlaceAreCompletedAndFlushed) {
         RequestParams params;
         params.memh = smh.get();
         params.callback = [&done](Status st) { done += st == Status::Ok; };
-        ASSERT_TRUE(ep_->put_nbx(src.data(), n, base, **rkey, params).ok());
+        ASSERT_TRUE(ep_->put_nbx(src.data(), n, base, *rkey, params).ok());
       }
       ASSERT_EQ(wait(ep_->flush()), Status::Ok);
       EXPECT_EQ(done, 1000);
@@ -281,19 +288,11 @@ TEST_P(UcpE2e, PutsDoneInPlaceAreCompletedAndFlushed) {
 // with that call. Either way the data is there when the request completes.
 TEST_P(UcpE2e, SingleSliceGetsAndPutsPostedAtOnce) {
   const size_t len = size_t{1} << 20;
-  std::vector<uint8_t> storage;
-  Result<std::unique_ptr<MemHandle>> tmh = Status::NoMemory;
-  if (alloc_) {
-    tmh = MemHandle::alloc(*ctx_, len);
-  } else {
-    storage.assign(len, 0);
-    tmh = MemHandle::map(*ctx_, storage.data(), storage.size());
-  }
-  ASSERT_TRUE(tmh.ok()) << ucs::status_string(tmh.status());
-  auto* target = static_cast<uint8_t*>((*tmh)->address());
-  auto rkey = ep_->rkey_unpack(*(*tmh)->rkey_pack());
-  ASSERT_TRUE(rkey.ok());
-  const uint64_t base = reinterpret_cast<uintptr_t>(target);
+  Target t;
+  ASSERT_NO_FATAL_FAILURE(make_target(len, &t));
+  uint8_t* target = t.data();
+  const Rkey* rkey = t.rkey.get();
+  const uint64_t base = t.base();
   for (size_t n : {size_t{1}, size_t{8}, size_t{777}, size_t{4096}, size_t{65536}, len}) {
     for (bool registered : {false, true}) {
       SCOPED_TRACE("size " + std::to_string(n) + (registered ? " registered" : ""));
@@ -309,7 +308,7 @@ TEST_P(UcpE2e, SingleSliceGetsAndPutsPostedAtOnce) {
         EXPECT_EQ(st, Status::Ok);
         ++calls;
       };
-      auto r = ep_->get_nbx(back.data(), n, base, **rkey, params);
+      auto r = ep_->get_nbx(back.data(), n, base, *rkey, params);
       ASSERT_TRUE(r.ok()) << ucs::status_string(r.status());
       if ((*r)->completed()) {
         EXPECT_EQ((*r)->status(), Status::Ok);
@@ -322,7 +321,7 @@ TEST_P(UcpE2e, SingleSliceGetsAndPutsPostedAtOnce) {
       // And back again as a put, from the registered buffer.
       const std::vector<uint8_t> other = filled(n, n * 5 + registered);
       std::memcpy(back.data(), other.data(), n);
-      ASSERT_EQ(wait(ep_->put_nbx(back.data(), n, base, **rkey, params)), Status::Ok);
+      ASSERT_EQ(wait(ep_->put_nbx(back.data(), n, base, *rkey, params)), Status::Ok);
       EXPECT_EQ(calls, 2);
       ASSERT_EQ(wait(ep_->flush()), Status::Ok);
       ASSERT_TRUE(std::equal(other.begin(), other.end(), target));
