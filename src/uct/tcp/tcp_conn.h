@@ -68,7 +68,7 @@ struct RxSink {
   bool revoked = false;  ///< the region went away mid-frame: the rest was dropped
   std::shared_ptr<TcpRegion> region;
   std::vector<uint8_t> owned;  ///< an active message's own buffer, past kSmallAm bytes
-  std::array<uint8_t, kSmallAm> small;  ///< a small active message (no allocation)
+  std::array<uint8_t, kSmallAm> small{};  ///< a small active message (no allocation)
   Status status = Status::Ok;  ///< the handler's verdict on the frame (e.g. refused put)
   uint64_t cookie = 0;         ///< the handler's own
 

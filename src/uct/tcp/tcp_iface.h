@@ -71,7 +71,7 @@ class TcpIface : public Iface, private TcpConnHandler {
     Status status = Status::Ok;
     uint8_t am_id = 0;                    ///< Am
     uint32_t length = 0;                  ///< Am: payload bytes
-    std::array<uint8_t, kSmallAm> small;  ///< Am: the payload, up to kSmallAm bytes
+    std::array<uint8_t, kSmallAm> small{};  ///< Am: the payload, up to kSmallAm bytes
     std::vector<uint8_t> data;            ///< Am: the payload, past kSmallAm bytes
     const uint8_t* payload() const { return length <= kSmallAm ? small.data() : data.data(); }
   };
