@@ -44,6 +44,25 @@ size_t rma_fragment(proto::Op op, ProtoKind kind, const std::vector<proto::LaneR
   return frag == SIZE_MAX ? std::max<size_t>(length, 1) : frag;
 }
 
+// Whether the general path would move `length` bytes of `kind` as one
+// slice: they fit rma_fragment() over the range's lanes and over every rail
+// a re-issued slice could go to.
+bool one_slice(proto::Op op, ProtoKind kind, const std::vector<proto::LaneRuntime>& rt,
+               const proto::ProtoRange& range, const std::vector<size_t>& rails, size_t length) {
+  return length <= rma_fragment(op, kind, rt, range.lanes, length) &&
+         length <= rma_fragment(op, kind, rt, rails, length);
+}
+
+// The range's first lane when it is up and `rkey` reaches it (its key
+// there in *urkey); null otherwise.
+const proto::LaneRuntime* first_lane(const std::vector<proto::LaneRuntime>& rt,
+                                     const proto::ProtoRange& range, const Rkey& rkey,
+                                     const uct::Rkey** urkey) {
+  const size_t lane = range.lanes[0];
+  *urkey = rkey.for_lane(lane);
+  return is_error(rt[lane].status) || !*urkey ? nullptr : &rt[lane];
+}
+
 // The mode RmaOp::issue_on picks for a single slice of `length` bytes on
 // `lane` (a copy kind is Short or Bcopy): Bcopy, Zcopy, or Short when it
 // fits neither.
@@ -252,10 +271,10 @@ std::shared_ptr<Request> Endpoint::put_at_once(const proto::ProtoRange& range, c
       length == 0) {
     return nullptr;
   }
-  const size_t lane = range.lanes[0];
-  const proto::LaneRuntime& lr = runtime_[lane];
-  const uct::Rkey* urkey = rkey.for_lane(lane);
-  if (is_error(lr.status) || !urkey) return nullptr;
+  const uct::Rkey* urkey = nullptr;
+  const proto::LaneRuntime* lane = first_lane(runtime_, range, rkey, &urkey);
+  if (!lane) return nullptr;
+  const proto::LaneRuntime& lr = *lane;
   const uct::OpLimits& lim = lr.attr.put;
   const uint64_t cap = lr.attr.cap;
   Status s = Status::Unsupported;
@@ -264,15 +283,9 @@ std::shared_ptr<Request> Endpoint::put_at_once(const proto::ProtoRange& range, c
   } else if (cap & uct::kCapPutBcopy) {
     // The general path cuts bcopy at the smallest limit of the lanes that
     // may carry it: one slice only when the message fits every one.
-    if (range.kind == ProtoKind::Bcopy) {
-      const auto fits = [this, length](const std::vector<size_t>& lanes) {
-        for (size_t l : lanes) {
-          const size_t limit = lane_limit(proto::Op::Put, ProtoKind::Bcopy, runtime_[l]);
-          if (limit > 0 && length > limit) return false;
-        }
-        return true;
-      };
-      if (!fits(range.lanes) || !fits(selection_.rma_bw_lanes)) return nullptr;
+    if (range.kind == ProtoKind::Bcopy &&
+        !one_slice(proto::Op::Put, range.kind, runtime_, range, selection_.rma_bw_lanes, length)) {
+      return nullptr;
     }
     if (length > lim.max_bcopy) return nullptr;
     struct Arg {
@@ -303,20 +316,12 @@ std::shared_ptr<Request> Endpoint::rma_at_once(proto::Op op, const proto::ProtoR
       length == 0) {
     return nullptr;
   }
-  const size_t lane = range.lanes[0];
-  const proto::LaneRuntime& lr = runtime_[lane];
-  const uct::Rkey* urkey = rkey.for_lane(lane);
-  if (is_error(lr.status) || !urkey) return nullptr;
-  // One slice, as rma_fragment() would cut it: the message fits the limit
-  // of every lane that may carry it.
-  const auto fits = [this, op, &range, length](const std::vector<size_t>& lanes) {
-    for (size_t l : lanes) {
-      const size_t limit = lane_limit(op, range.kind, runtime_[l]);
-      if (limit > 0 && length > limit) return false;
-    }
-    return true;
-  };
-  if (!fits(range.lanes) || !fits(selection_.rma_bw_lanes)) return nullptr;
+  const uct::Rkey* urkey = nullptr;
+  const proto::LaneRuntime* lane = first_lane(runtime_, range, rkey, &urkey);
+  if (!lane || !one_slice(op, range.kind, runtime_, range, selection_.rma_bw_lanes, length)) {
+    return nullptr;
+  }
+  const proto::LaneRuntime& lr = *lane;
   const ProtoKind mode = slice_mode(op, copy_kind, lr, length);
   if (mode == ProtoKind::Short || (mode == ProtoKind::Bcopy && put)) return nullptr;
   const bool bcopy = mode == ProtoKind::Bcopy;

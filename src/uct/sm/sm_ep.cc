@@ -80,12 +80,7 @@ Status SmEp::rma(bool write, const Iov* iov, size_t count, uint64_t remote_addr,
   if (count == 1 && key->kind() == RkeyKind::Shm) {
     // One piece of a mapped segment (sm-allocated memory, what small puts
     // and gets usually reach): direct()'s copy without the iovec array.
-    uint8_t* remote = key->mapped(remote_addr);
-    if (write) {
-      std::memcpy(remote, iov[0].buffer, total);
-    } else {
-      std::memcpy(iov[0].buffer, remote, total);
-    }
+    copy_mapped(write, *key, remote_addr, iov[0].buffer, total);
     if (unpack) unpack(arg, iov[0].buffer, total);
     return Status::Ok;
   }
@@ -112,12 +107,11 @@ Status SmEp::put_short(const void* buffer, size_t length, uint64_t remote_addr, 
     return Status::InvalidParam;
   }
   // The common case, rma()'s checks and copy for it in line: a key of a
-  // mapped segment, nothing queued ahead, the endpoint healthy.
+  // mapped segment, an endpoint that may send now.
   const SmRkey* key = sm_rkey(rkey);
-  if (key && key->kind() == RkeyKind::Shm && failed_ == Status::Ok && tx_ops_.empty() &&
-      pending_.empty()) {
+  if (key && key->kind() == RkeyKind::Shm && can_send() == Status::Ok) {
     MC_RETURN_IF_ERROR(key->check(remote_addr, length, kAccessRemoteWrite));
-    if (length > 0) std::memcpy(key->mapped(remote_addr), buffer, length);
+    copy_mapped(true, *key, remote_addr, const_cast<void*>(buffer), length);
     return Status::Ok;
   }
   const Iov iov{const_cast<void*>(buffer), length, nullptr};

@@ -6,6 +6,7 @@
 
 #include <sys/uio.h>
 
+#include <cstring>
 #include <deque>
 #include <typeinfo>
 
@@ -70,6 +71,17 @@ class SmEp : public Endpoint {
   /// compare of type_info addresses (ours) instead of its walk.
   static const SmRkey* sm_rkey(const Rkey& rkey) {
     return typeid(rkey) == typeid(SmRkey) ? static_cast<const SmRkey*>(&rkey) : nullptr;
+  }
+  /// One piece to (`write`) or from a mapped segment, after key->check().
+  static void copy_mapped(bool write, const SmRkey& key, uint64_t remote_addr, void* local,
+                          size_t n) {
+    if (n == 0) return;
+    uint8_t* remote = key.mapped(remote_addr);
+    if (write) {
+      std::memcpy(remote, local, n);
+    } else {
+      std::memcpy(local, remote, n);
+    }
   }
   /// Put (`write`) or get by memcpy or CMA. Unsupported: use the ring
   /// fallback.
