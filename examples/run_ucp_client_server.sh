@@ -11,9 +11,10 @@ fail=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# A port below the kernel's ephemeral range: a port the kernel hands out
+# (bind to 0) can be taken by any outgoing connection before the server
+# listens on it.
+. "$here/../test/integration/free_port.sh"
 
 for tls in tcp sm ""; do
   for size in 100 1048576; do

@@ -8,9 +8,10 @@ prog=${UCT_HELLO_WORLD:-$here/uct_hello_world}
 [ -x "$prog" ] || prog=$(pwd)/uct_hello_world
 fail=0
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# A port below the kernel's ephemeral range: a port the kernel hands out
+# (bind to 0) can be taken by any outgoing connection before the server
+# listens on it.
+. "$here/../test/integration/free_port.sh"
 
 run() {
   local desc=$1; shift
