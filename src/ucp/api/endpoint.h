@@ -110,6 +110,27 @@ class Endpoint {
   Result<std::shared_ptr<Request>> rma(proto::Op op, void* buffer, size_t length,
                                        uint64_t remote_addr, const Rkey& rkey,
                                        const RequestParams& params);
+  /// The put that the host tables (registered or not) send as one
+  /// put_short on one lane up to `max` bytes: the endpoint's short-put fast
+  /// path, set when it connects (max 0: none). Its lane's state and the
+  /// rkey's key for it are read at each put.
+  struct ShortPut {
+    size_t max = 0;
+    size_t lane = 0;
+  };
+  static ShortPut short_put_of(const proto::EpProtocols& protocols,
+                               const std::vector<proto::LaneRuntime>& runtime);
+  /// A host-memory put of 1..short_put_.max bytes without a rail
+  /// preference, sent at once by put_short: its completed request; null
+  /// when it was not sent (rma() then takes it, checks and all).
+  std::shared_ptr<Request> put_short_now(const void* buffer, size_t length, uint64_t remote_addr,
+                                         const Rkey& rkey, const RequestParams& params);
+  /// The general path of rma(): an RmaOp moving [buffer, +length) by
+  /// `range`, submitted to the worker. Out of line, so that rma()'s own
+  /// frame stays small for the operations done at once.
+  Result<std::shared_ptr<Request>> rma_submit(proto::Op op, const proto::ProtoRange& range,
+                                              void* buffer, size_t length, uint64_t remote_addr,
+                                              const Rkey& rkey, const RequestParams& params);
   /// The parameters of an RmaOp moving [buffer, +length) by `range`.
   proto::RmaParams rma_params(proto::Op op, const proto::ProtoRange& range, void* buffer,
                               size_t length, uint64_t remote_addr, const Rkey& rkey,
@@ -136,6 +157,11 @@ class Endpoint {
   std::shared_ptr<Request> put_at_once(const proto::ProtoRange& range, const void* buffer,
                                        size_t length, uint64_t remote_addr, const Rkey& rkey,
                                        const RequestParams& params);
+  /// A put completed in the call on `lr`: counted there (its bytes, a
+  /// local completion for flush to confirm), and the worker's completed
+  /// request.
+  std::shared_ptr<Request> put_done(const proto::LaneRuntime& lr, size_t length,
+                                    const RequestParams& params);
   /// A get (bcopy or zero-copy) or a zero-copy put that the general path
   /// would move as one slice on the range's first lane, posted there at
   /// once: the worker's completed request when the transport did it in the
@@ -197,6 +223,7 @@ class Endpoint {
   wireup::WorkerAddress peer_;
   wireup::LaneSelection selection_;
   std::shared_ptr<const proto::EpProtocols> protocols_;
+  ShortPut short_put_;
   std::vector<std::unique_ptr<uct::Endpoint>> uct_eps_;  ///< per lane
   std::vector<proto::LaneRuntime> runtime_;              ///< per lane; ops point into it
   bool closed_ = false;

@@ -52,7 +52,11 @@ class MemHandle {
   /// The memory type of the registration (carried in the packed rkey).
   uct::MemType mem_type() const { return mem_type_; }
   /// Whether [addr, addr + len) lies inside the registration.
-  bool contains(const void* addr, size_t len) const;
+  bool contains(const void* addr, size_t len) const {
+    const auto a = reinterpret_cast<uintptr_t>(addr);
+    const auto base = reinterpret_cast<uintptr_t>(address_);
+    return a >= base && len <= length_ && a - base <= length_ - len;
+  }
   /// The UCT registration in md `md_index` of the context; null when none.
   const uct::MemHandle* uct_memh(size_t md_index) const;
   /// The packed remote key (see core/rkey_container.h for the format): one

@@ -208,8 +208,14 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
     if (!r) r = rma_at_once(op, *range, buffer, length, remote_addr, rkey, params);
     if (r) return r;
   }
+  return rma_submit(op, *range, buffer, length, remote_addr, rkey, params);
+}
+
+__attribute__((noinline)) Result<std::shared_ptr<Request>> Endpoint::rma_submit(
+    proto::Op op, const proto::ProtoRange& range, void* buffer, size_t length, uint64_t remote_addr,
+    const Rkey& rkey, const RequestParams& params) {
   proto::RmaParams p =
-      rma_params(op, *range, buffer, length, remote_addr, rkey, params.memh, params.rails);
+      rma_params(op, range, buffer, length, remote_addr, rkey, params.memh, params.rails);
   return worker_->submit(std::make_unique<proto::RmaOp>(&runtime_, std::move(p)), params, this);
 }
 
@@ -300,7 +306,11 @@ std::shared_ptr<Request> Endpoint::put_at_once(const proto::ProtoRange& range, c
     Result<size_t> r = lr.ep->put_bcopy(pack, &arg, remote_addr, *urkey);
     s = !r.ok() ? r.status() : (*r == length ? Status::Ok : Status::IoError);
   }
-  if (s != Status::Ok) return nullptr;
+  return s == Status::Ok ? put_done(lr, length, params) : nullptr;
+}
+
+std::shared_ptr<Request> Endpoint::put_done(const proto::LaneRuntime& lr, size_t length,
+                                            const RequestParams& params) {
   lr.local_completions = true;
   lr.rma_bytes += length;
   return worker_->completed_request(params);
@@ -364,9 +374,54 @@ std::shared_ptr<Request> Endpoint::rma_at_once(proto::Op op, const proto::ProtoR
                          this);
 }
 
+Endpoint::ShortPut Endpoint::short_put_of(const proto::EpProtocols& protocols,
+                                          const std::vector<proto::LaneRuntime>& runtime) {
+  ShortPut sp;
+  for (bool registered : {false, true}) {
+    const std::vector<proto::ProtoRange>& ranges =
+        protocols.table(proto::Op::Put, registered, uct::MemType::Host).ranges();
+    if (ranges.empty() || ranges[0].kind != ProtoKind::Short || ranges[0].lanes.empty() ||
+        ranges[0].min > 1) {
+      return {};
+    }
+    const size_t lane = ranges[0].lanes[0];
+    const proto::LaneRuntime& lr = runtime[lane];
+    if (!(lr.attr.cap & uct::kCapPutShort) || (registered && lane != sp.lane)) return {};
+    const size_t max = std::min(ranges[0].max, lr.attr.put.max_short);
+    sp.max = registered ? std::min(sp.max, max) : max;
+    sp.lane = lane;
+  }
+  return sp;
+}
+
+// rma()'s checks for what short_put_ covers, and put_at_once's short case,
+// without the table lookup: the same lane and call that path would take.
+std::shared_ptr<Request> Endpoint::put_short_now(const void* buffer, size_t length,
+                                                 uint64_t remote_addr, const Rkey& rkey,
+                                                 const RequestParams& params) {
+  std::unique_lock guard = worker_->lock();
+  if (closed_ || !buffer || !rkey.contains(remote_addr, length) ||
+      rkey.mem_type() != uct::MemType::Host) {
+    return nullptr;
+  }
+  const proto::LaneRuntime& lr = runtime_[short_put_.lane];
+  const uct::Rkey* urkey = rkey.for_lane(short_put_.lane);
+  if (is_error(lr.status) || !urkey ||
+      lr.ep->put_short(buffer, length, remote_addr, *urkey) != Status::Ok) {
+    return nullptr;
+  }
+  return put_done(lr, length, params);
+}
+
 Result<std::shared_ptr<Request>> Endpoint::put_nbx(const void* buffer, size_t length,
                                                    uint64_t remote_addr, const Rkey& rkey,
                                                    const RequestParams& params) {
+  if (length - 1 < short_put_.max && params.mem_type == uct::MemType::Host &&
+      (!params.rails || params.rails->empty())) {
+    if (std::shared_ptr<Request> r = put_short_now(buffer, length, remote_addr, rkey, params)) {
+      return r;
+    }
+  }
   return rma(proto::Op::Put, const_cast<void*>(buffer), length, remote_addr, rkey, params);
 }
 

@@ -126,12 +126,6 @@ MemHandle::~MemHandle() {
   std::free(heap_);
 }
 
-bool MemHandle::contains(const void* addr, size_t len) const {
-  const auto a = reinterpret_cast<uintptr_t>(addr);
-  const auto base = reinterpret_cast<uintptr_t>(address_);
-  return a >= base && len <= length_ && a - base <= length_ - len;
-}
-
 const uct::MemHandle* MemHandle::uct_memh(size_t md_index) const {
   return md_index < per_md_.size() ? per_md_[md_index].get() : nullptr;
 }

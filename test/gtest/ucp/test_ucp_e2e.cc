@@ -282,6 +282,38 @@ TEST_P(UcpE2e, PutsDoneInPlaceAreCompletedAndFlushed) {
   }
 }
 
+// Small puts take the endpoint's short-put path, which skips the table
+// lookup: around the edge of each host table's first range, registered or
+// not, every put lands on the lane the table names for its size, and its
+// bytes arrive.
+TEST_P(UcpE2e, SmallPutsTakeTheLaneTheirTableNames) {
+  const size_t len = 1 << 16;
+  Target t;
+  ASSERT_NO_FATAL_FAILURE(make_target(len, &t));
+  std::vector<uint8_t> src = filled(len, 42);
+  std::unique_ptr<MemHandle> smh = std::move(*MemHandle::map(*ctx_, src.data(), src.size()));
+  for (bool registered : {false, true}) {
+    const proto::ProtoTable& table = ep_->protocols().table(proto::Op::Put, registered);
+    ASSERT_FALSE(table.ranges().empty());
+    const size_t edge = std::min(table.ranges()[0].max, len - 1);
+    for (size_t n : {size_t{1}, size_t{8}, edge - 1, edge, edge + 1}) {
+      if (n == 0) continue;
+      SCOPED_TRACE("size " + std::to_string(n) + (registered ? " registered" : ""));
+      const proto::ProtoRange* range = table.lookup(n);
+      ASSERT_NE(range, nullptr);
+      const size_t lane = range->lanes[0];
+      const uint64_t before = ep_->lane_runtime()[lane].rma_bytes;
+      std::memset(t.data(), 0, n);
+      RequestParams params;
+      params.memh = registered ? smh.get() : nullptr;
+      ASSERT_EQ(wait(ep_->put_nbx(src.data(), n, t.base(), *t.rkey, params)), Status::Ok);
+      ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+      EXPECT_EQ(ep_->lane_runtime()[lane].rma_bytes - before, n) << "not on lane " << lane;
+      ASSERT_TRUE(std::equal(src.begin(), src.begin() + static_cast<ptrdiff_t>(n), t.data()));
+    }
+  }
+}
+
 // Gets (and zero-copy puts) that one transport call moves are posted at
 // once: done in the call (mapped sm memory, self) they return a completed
 // request with its callback run; else (tcp, CMA) a request that completes
