@@ -56,7 +56,14 @@ class Endpoint {
   /// (complete at the peer then); the peer's errors (InvalidParam for a
   /// range outside its remote-accessible registrations) end the request.
   Result<std::shared_ptr<Request>> put_nbx(const void* buffer, size_t length, uint64_t remote_addr,
-                                           const Rkey& rkey, const RequestParams& params = {});
+                                           const Rkey& rkey, const RequestParams& params = {}) {
+    // In line: a short put done at once builds its result (the worker's
+    // completed request) in the caller's frame.
+    if (length - 1 < short_put_.max && put_short_now(buffer, length, remote_addr, rkey, params)) {
+      return std::shared_ptr<Request>(std::shared_ptr<Request>(), done_);
+    }
+    return rma(proto::Op::Put, const_cast<void*>(buffer), length, remote_addr, rkey, params);
+  }
   /// Reads `length` bytes at `remote_addr` into `buffer`; the request
   /// completes when they are there. Statuses as put_nbx().
   Result<std::shared_ptr<Request>> get_nbx(void* buffer, size_t length, uint64_t remote_addr,
@@ -121,10 +128,11 @@ class Endpoint {
   static ShortPut short_put_of(const proto::EpProtocols& protocols,
                                const std::vector<proto::LaneRuntime>& runtime);
   /// A host-memory put of 1..short_put_.max bytes without a rail
-  /// preference, sent at once by put_short: its completed request; null
-  /// when it was not sent (rma() then takes it, checks and all).
-  std::shared_ptr<Request> put_short_now(const void* buffer, size_t length, uint64_t remote_addr,
-                                         const Rkey& rkey, const RequestParams& params);
+  /// preference, sent at once by put_short: true once sent, counted and its
+  /// callback run (its request is the worker's completed one, done_);
+  /// false when it was not sent (rma() then takes it, checks and all).
+  bool put_short_now(const void* buffer, size_t length, uint64_t remote_addr, const Rkey& rkey,
+                     const RequestParams& params);
   /// The general path of rma(): an RmaOp moving [buffer, +length) by
   /// `range`, submitted to the worker. Out of line, so that rma()'s own
   /// frame stays small for the operations done at once.
@@ -157,11 +165,12 @@ class Endpoint {
   std::shared_ptr<Request> put_at_once(const proto::ProtoRange& range, const void* buffer,
                                        size_t length, uint64_t remote_addr, const Rkey& rkey,
                                        const RequestParams& params);
-  /// A put completed in the call on `lr`: counted there (its bytes, a
-  /// local completion for flush to confirm), and the worker's completed
-  /// request.
-  std::shared_ptr<Request> put_done(const proto::LaneRuntime& lr, size_t length,
-                                    const RequestParams& params);
+  /// Counts a put completed in the call on `lr`: its bytes, and a local
+  /// completion for flush to confirm.
+  static void count_put(const proto::LaneRuntime& lr, size_t length) {
+    lr.local_completions = true;
+    lr.rma_bytes += length;
+  }
   /// A get (bcopy or zero-copy) or a zero-copy put that the general path
   /// would move as one slice on the range's first lane, posted there at
   /// once: the worker's completed request when the transport did it in the
@@ -224,6 +233,7 @@ class Endpoint {
   wireup::LaneSelection selection_;
   std::shared_ptr<const proto::EpProtocols> protocols_;
   ShortPut short_put_;
+  Request* done_;  ///< the worker's completed request (Worker::completed_request)
   std::vector<std::unique_ptr<uct::Endpoint>> uct_eps_;  ///< per lane
   std::vector<proto::LaneRuntime> runtime_;              ///< per lane; ops point into it
   bool closed_ = false;

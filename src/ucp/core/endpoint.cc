@@ -13,7 +13,10 @@
 namespace mc::ucp {
 
 Endpoint::Endpoint(Worker* worker, wireup::WorkerAddress peer, wireup::LaneSelection selection)
-    : worker_(worker), peer_(std::move(peer)), selection_(std::move(selection)) {}
+    : worker_(worker),
+      peer_(std::move(peer)),
+      selection_(std::move(selection)),
+      done_(worker->done_.get()) {}
 
 Status Endpoint::connect() {
   const Context& ctx = worker_->context();

@@ -306,13 +306,8 @@ std::shared_ptr<Request> Endpoint::put_at_once(const proto::ProtoRange& range, c
     Result<size_t> r = lr.ep->put_bcopy(pack, &arg, remote_addr, *urkey);
     s = !r.ok() ? r.status() : (*r == length ? Status::Ok : Status::IoError);
   }
-  return s == Status::Ok ? put_done(lr, length, params) : nullptr;
-}
-
-std::shared_ptr<Request> Endpoint::put_done(const proto::LaneRuntime& lr, size_t length,
-                                            const RequestParams& params) {
-  lr.local_completions = true;
-  lr.rma_bytes += length;
+  if (s != Status::Ok) return nullptr;
+  count_put(lr, length);
   return worker_->completed_request(params);
 }
 
@@ -396,33 +391,25 @@ Endpoint::ShortPut Endpoint::short_put_of(const proto::EpProtocols& protocols,
 
 // rma()'s checks for what short_put_ covers, and put_at_once's short case,
 // without the table lookup: the same lane and call that path would take.
-std::shared_ptr<Request> Endpoint::put_short_now(const void* buffer, size_t length,
-                                                 uint64_t remote_addr, const Rkey& rkey,
-                                                 const RequestParams& params) {
+bool Endpoint::put_short_now(const void* buffer, size_t length, uint64_t remote_addr,
+                             const Rkey& rkey, const RequestParams& params) {
+  if (params.mem_type != uct::MemType::Host || (params.rails && !params.rails->empty())) {
+    return false;
+  }
   std::unique_lock guard = worker_->lock();
   if (closed_ || !buffer || !rkey.contains(remote_addr, length) ||
       rkey.mem_type() != uct::MemType::Host) {
-    return nullptr;
+    return false;
   }
   const proto::LaneRuntime& lr = runtime_[short_put_.lane];
   const uct::Rkey* urkey = rkey.for_lane(short_put_.lane);
   if (is_error(lr.status) || !urkey ||
       lr.ep->put_short(buffer, length, remote_addr, *urkey) != Status::Ok) {
-    return nullptr;
+    return false;
   }
-  return put_done(lr, length, params);
-}
-
-Result<std::shared_ptr<Request>> Endpoint::put_nbx(const void* buffer, size_t length,
-                                                   uint64_t remote_addr, const Rkey& rkey,
-                                                   const RequestParams& params) {
-  if (length - 1 < short_put_.max && params.mem_type == uct::MemType::Host &&
-      (!params.rails || params.rails->empty())) {
-    if (std::shared_ptr<Request> r = put_short_now(buffer, length, remote_addr, rkey, params)) {
-      return r;
-    }
-  }
-  return rma(proto::Op::Put, const_cast<void*>(buffer), length, remote_addr, rkey, params);
+  count_put(lr, length);
+  if (params.callback) params.callback(Status::Ok);
+  return true;
 }
 
 Result<std::shared_ptr<Request>> Endpoint::get_nbx(void* buffer, size_t length,
