@@ -104,6 +104,7 @@ class SmIface : public Iface {
   std::vector<SmEp*> scheduled_;  // endpoints with work; null where one went away
   std::vector<Completion*> flush_waiters_;
   uint64_t next_check_ns_ = 0;
+  uint32_t progress_calls_ = 0;  ///< the peer check reads its clock every 16th
   bool failures_ = false;
   bool replies_waiting_ = false;
   bool polling_ = false;  // an AM handler re-entered progress()
