@@ -282,7 +282,9 @@ bool TcpConn::send_locked(TxFrame& frame) {
   }
   if (frame.reply) ++replies_queued_;
   tx_.push_back(std::move(frame));
-  update_events_locked();
+  // While receiving, recv_locked() sends the queue when it is done and sets
+  // the events then: a reply costs no EPOLLOUT on and off (two epoll_ctl).
+  if (!in_rx_) update_events_locked();
   return false;
 }
 
