@@ -172,6 +172,7 @@ Result<size_t> EventLoop::progress(std::chrono::milliseconds timeout) {
                  : timeout.count() > INT_MAX ? INT_MAX
                                              : static_cast<int>(timeout.count());
   Result<size_t> r = poll_once(ms);
+  progress_count_.fetch_add(1, std::memory_order_relaxed);
   driver_.store(std::thread::id(), std::memory_order_relaxed);
   in_progress_.store(false, std::memory_order_release);
   return r;

@@ -100,6 +100,11 @@ class EventLoop {
   /// loop runs on its own thread or another thread is in progress(), IoError
   /// when epoll_wait fails (logged).
   Result<size_t> progress(std::chrono::milliseconds timeout);
+  /// How many progress() calls have waited on the loop so far. Users that
+  /// share the loop and each progress it (the tcp ifaces of a worker) skip
+  /// their wait when another one waited since theirs: that wait dispatched
+  /// their fds too.
+  uint64_t progress_count() const { return progress_count_.load(std::memory_order_relaxed); }
 
   /// Runs the loop on a new thread until stop(). Returns Busy when the loop
   /// already runs or another thread is in progress(), IoError when the
@@ -161,6 +166,7 @@ class EventLoop {
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> in_progress_{false};   ///< the loop thread or a progress() drives the loop
   std::atomic<std::thread::id> driver_{};  ///< the thread driving it, for in_loop_thread()
+  std::atomic<uint64_t> progress_count_{0};  ///< progress() calls that waited
 
   // lock_ guards everything below. Keys: each fd registration and each timer
   // gets a fresh key from next_key_; an epoll event carries the key, not the

@@ -256,12 +256,20 @@ unsigned TcpIface::progress() {
   unsigned count = 0;
   // A caller-driven loop that nobody runs on a thread is driven from here;
   // what its callbacks did (a put written, a get served) counts as work.
+  // The worker's other tcp ifaces share that loop: when one of them (or
+  // anyone) progressed it since this iface did, that wait served this
+  // iface's sockets too (their active messages queued below), and a second
+  // epoll_wait in the same round would find nothing.
   if (!own_loop_ && !loop_->is_running()) {
-    direct_am_.store(true, std::memory_order_relaxed);
-    Result<size_t> n = loop_->progress(std::chrono::milliseconds(0));
-    direct_am_.store(false, std::memory_order_relaxed);
-    if (n.ok()) count += static_cast<unsigned>(*n);
-    count += static_cast<unsigned>(std::exchange(direct_ams_, 0));
+    const uint64_t waits = loop_->progress_count();
+    if (waits == loop_waits_seen_) {
+      direct_am_.store(true, std::memory_order_relaxed);
+      Result<size_t> n = loop_->progress(std::chrono::milliseconds(0));
+      direct_am_.store(false, std::memory_order_relaxed);
+      if (n.ok()) count += static_cast<unsigned>(*n);
+      count += static_cast<unsigned>(std::exchange(direct_ams_, 0));
+    }
+    loop_waits_seen_ = loop_->progress_count();
   }
   size_t budget = 0;
   if (events_queued_.load(std::memory_order_acquire)) {

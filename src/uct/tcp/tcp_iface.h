@@ -164,6 +164,7 @@ class TcpIface : public Iface, private TcpConnHandler {
   /// Set while progress() drives a caller's loop on the user's thread:
   /// active messages are handed to their handler as they are read.
   std::atomic<bool> direct_am_{false};
+  uint64_t loop_waits_seen_ = 0;  ///< loop_->progress_count() after this iface's last progress()
   size_t direct_ams_ = 0;  ///< handed over so during this progress() (user thread)
   std::atomic<bool> any_paused_{false};  ///< paused_ is not empty (a hint, read without the lock)
   std::mutex events_lock_;               ///< guards events_ and armed_

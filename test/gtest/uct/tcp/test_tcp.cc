@@ -1431,6 +1431,16 @@ TEST_F(TcpTest, WorksOnTheCallersEventLoop) {
                                {a->get(), b->get()}));
     EXPECT_EQ(failed_answers, 0u);
     for (uint64_t i = 0; i < answers.size(); ++i) ASSERT_EQ(answers[i], 2 * i);
+    if (!threaded) {
+      // Both ifaces progress the one loop: a round of both is one wait on
+      // it (b's sockets were served by a's wait, as above).
+      const uint64_t waits = (*loop)->progress_count();
+      for (int i = 0; i < 10; ++i) {
+        (*a)->progress();
+        (*b)->progress();
+      }
+      EXPECT_EQ((*loop)->progress_count() - waits, 10u);
+    }
     back.reset();
     ep.reset();
     a->reset();
