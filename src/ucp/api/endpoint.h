@@ -13,6 +13,7 @@
 #include "ucp/api/mem_handle.h"
 #include "ucp/api/request.h"
 #include "ucp/api/rkey.h"
+#include "ucp/proto/am_op.h"
 #include "ucp/proto/ep_protocols.h"
 #include "ucp/proto/lane_runtime.h"
 #include "ucp/proto/rma_op.h"
@@ -171,6 +172,12 @@ class Endpoint {
     lr.local_completions = true;
     lr.rma_bytes += length;
   }
+  /// An active message of a short range sent at once by am_short, as the
+  /// general path would send it: the worker's completed request; null when
+  /// it was not sent (the general path then takes it).
+  std::shared_ptr<Request> am_at_once(uint16_t id, const proto::ProtoRange& range,
+                                      const void* buffer, size_t length,
+                                      const RequestParams& params);
   /// A get (bcopy or zero-copy) or a zero-copy put that the general path
   /// would move as one slice on the range's first lane, posted there at
   /// once: the worker's completed request when the transport did it in the
@@ -233,6 +240,7 @@ class Endpoint {
   wireup::LaneSelection selection_;
   std::shared_ptr<const proto::EpProtocols> protocols_;
   ShortPut short_put_;
+  proto::AmOrder am_order_;  ///< its active messages waiting for room, oldest first
   Request* done_;  ///< the worker's completed request (Worker::completed_request)
   std::vector<std::unique_ptr<uct::Endpoint>> uct_eps_;  ///< per lane
   std::vector<proto::LaneRuntime> runtime_;              ///< per lane; ops point into it

@@ -426,6 +426,7 @@ Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* 
   const proto::ProtoRange* range =
       protocols_->table(proto::Op::Am, registered, params.mem_type).lookup(length);
   if (!range) return no_protocol(proto::Op::Am, params.mem_type);
+  if (std::shared_ptr<Request> r = am_at_once(id, *range, buffer, length, params)) return r;
   proto::ProtoRange eager;
   if (range->kind == ProtoKind::Rndv) {
     Result<std::shared_ptr<Request>> r =
@@ -482,7 +483,32 @@ Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* 
     p.slices = proto::cut_slices(length, frag, SIZE_MAX);
   }
   p.exec = proto::ExecutorParams{p.lanes.size(), cfg.retry_cnt, cfg.slices_in_flight};
+  p.order = &am_order_;
   return worker_->submit(std::make_unique<proto::AmOp>(&runtime_, std::move(p)), params, this);
+}
+
+// What an AmOp does with a whole message that am_short sends on the range's
+// first lane, without the op, its lanes and slices or a request of its own.
+// Only while no earlier message of the endpoint waits for room (am_order_),
+// so that it cannot pass one; anything else (NoResource, an error, a lane
+// down) is left to the general path, nothing having been sent.
+std::shared_ptr<Request> Endpoint::am_at_once(uint16_t id, const proto::ProtoRange& range,
+                                              const void* buffer, size_t length,
+                                              const RequestParams& params) {
+  if (range.kind != ProtoKind::Short || range.lanes.empty() || !am_order_.empty()) {
+    return nullptr;
+  }
+  const proto::LaneRuntime& lr = runtime_[range.lanes[0]];
+  // The lane AmOp would take first: up, and able to carry a fragment.
+  if (is_error(lr.status) || proto::am_fragment_capacity(lr, range.kind, false) == 0 ||
+      !(lr.attr.cap & uct::kCapAmShort) ||
+      length + proto::kAmSingleHeader > lr.attr.am.max_short ||
+      lr.ep->am_short(proto::kAmIdSingle, proto::am_single_header_word(id), buffer, length) !=
+          Status::Ok) {
+    return nullptr;
+  }
+  lr.local_completions = true;
+  return worker_->completed_request(params);
 }
 
 Result<std::shared_ptr<Request>> Endpoint::flush(const RequestParams& params) {

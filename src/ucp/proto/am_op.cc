@@ -32,7 +32,21 @@ AmOp::AmOp(const std::vector<LaneRuntime>* ep_lanes, AmParams params)
     : ep_lanes_(ep_lanes),
       params_(std::move(params)),
       regs_(ep_lanes, const_cast<void*>(params_.buffer), params_.length, params_.memh),
-      executor_(params_.slices, std::move(params_.exec), this) {}
+      executor_(params_.slices, std::move(params_.exec), this) {
+  if (params_.order) params_.order->push_back(this);
+}
+
+ucs::Status AmOp::progress() {
+  const Status s = executor_.progress();
+  if (s != Status::InProgress || !executor_.waiting()) leave_order();
+  return s;
+}
+
+void AmOp::leave_order() {
+  if (!params_.order) return;
+  std::erase(*params_.order, this);
+  params_.order = nullptr;
+}
 
 Status AmOp::lane_status(size_t lane) const {
   return (*ep_lanes_)[params_.lanes[lane]].status;
@@ -75,6 +89,9 @@ size_t pack_am(void* dest, void* arg) {
 }  // namespace
 
 Status AmOp::issue(size_t lane, const Slice& s, uct::Completion* comp) {
+  // An earlier message of the endpoint still waits for room: this one
+  // waits behind it.
+  if (params_.order && params_.order->front() != this) return Status::NoResource;
   const Status st = issue_on(lane, s, comp);
   if (st == Status::Ok) (*ep_lanes_)[params_.lanes[lane]].local_completions = true;
   return st;
@@ -93,9 +110,7 @@ Status AmOp::issue_on(size_t lane, const Slice& s, uct::Completion* comp) {
       params_.kind == ProtoKind::Zcopy || params_.kind == ProtoKind::MultiZcopy;
   if (whole && params_.kind == ProtoKind::Short && (a.cap & uct::kCapAmShort) &&
       s.length + hdr_len <= a.am.max_short) {
-    uint64_t word = 0;
-    std::memcpy(&word, h.data(), sizeof(word));
-    return lr.ep->am_short(id, word, payload, s.length);
+    return lr.ep->am_short(id, am_single_header_word(params_.am_id), payload, s.length);
   }
   const bool bcopy_fits = (a.cap & uct::kCapAmBcopy) && s.length + hdr_len <= a.am.max_bcopy;
   const bool zcopy_fits = (a.cap & uct::kCapAmZcopy) && hdr_len <= a.am.max_hdr &&

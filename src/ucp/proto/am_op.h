@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -13,6 +14,13 @@
 #include "ucp/proto/slice_executor.h"
 
 namespace mc::ucp::proto {
+
+class AmOp;
+
+/// An endpoint's active messages that have slices not yet posted, oldest
+/// first. Only the oldest may post: a message never passes an earlier one
+/// that waits for room on a lane.
+using AmOrder = std::deque<const AmOp*>;
 
 /// What one active message carries and how.
 struct AmParams {
@@ -26,6 +34,9 @@ struct AmParams {
   std::vector<Slice> slices;  ///< one slice: a whole message; more: fragments
   const MemHandle* memh = nullptr;
   ExecutorParams exec;
+  /// The endpoint's order of waiting messages, which the op joins; null:
+  /// none (the op posts whenever a lane has room).
+  AmOrder* order = nullptr;
 };
 
 /// The payload bytes one fragment (or whole message) carries on `lane` for
@@ -37,11 +48,18 @@ size_t am_fragment_capacity(const LaneRuntime& lane, ProtoKind kind, bool whole)
 class AmOp : public RequestOp, private SliceIssuer {
  public:
   AmOp(const std::vector<LaneRuntime>* ep_lanes, AmParams params);
+  ~AmOp() override { leave_order(); }
 
-  ucs::Status progress() override { return executor_.progress(); }
-  void abort() override { executor_.abort(); }
+  ucs::Status progress() override;
+  void abort() override {
+    executor_.abort();
+    leave_order();
+  }
   size_t in_flight() const override { return orphaned_ ? 0 : executor_.in_flight(); }
-  void orphan() override { orphaned_ = true; }
+  void orphan() override {
+    orphaned_ = true;
+    leave_order();
+  }
 
  private:
   using Header = std::array<uint8_t, kAmFragHeader>;
@@ -50,6 +68,9 @@ class AmOp : public RequestOp, private SliceIssuer {
   ucs::Status lane_status(size_t lane) const override;
   /// The header of a slice; stable in memory until this op goes.
   const Header& header(const Slice& s, bool whole);
+  /// Leaves the endpoint's order (every slice posted, the op ended or its
+  /// endpoint went): the next message may post.
+  void leave_order();
 
   const std::vector<LaneRuntime>* ep_lanes_;
   AmParams params_;

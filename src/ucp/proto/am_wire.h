@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace mc::ucp::proto {
 
@@ -18,6 +19,16 @@ inline constexpr uint8_t kAmIdStagingDone = 6;     ///< remote staging: the targ
 /// Single message, 8 bytes, little-endian (the UCT am_short header word):
 ///   u16 user am id | u16 flags (0) | u32 reserved (0)   then the payload.
 inline constexpr size_t kAmSingleHeader = 8;
+
+/// A single message's header as the UCT am_short header word: its 8 bytes
+/// in memory order, whatever the host's byte order.
+inline uint64_t am_single_header_word(uint16_t am_id) {
+  const uint8_t bytes[kAmSingleHeader] = {static_cast<uint8_t>(am_id),
+                                          static_cast<uint8_t>(am_id >> 8)};
+  uint64_t word;
+  std::memcpy(&word, bytes, sizeof(word));
+  return word;
+}
 
 /// Fragment, 40 bytes, little-endian:
 ///   u16 user am id | u16 flags (0) | u32 reserved (0) | u64 sender worker uuid |

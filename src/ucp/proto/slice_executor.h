@@ -51,6 +51,13 @@ class SliceExecutor {
   void abort();
   /// UCT operations posted and not yet completed.
   size_t in_flight() const { return in_flight_; }
+  /// Whether some slice waits to be posted (a lane had no room for it).
+  bool waiting() const {
+    for (const Lane& l : lanes_) {
+      if (l.queued > 0) return true;
+    }
+    return false;
+  }
   /// Re-issues so far (tests, statistics).
   size_t retries() const { return retries_; }
   /// The slices, with the lane each one was last posted on.

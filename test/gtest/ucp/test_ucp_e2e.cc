@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include "ucp/api/ucp.h"
@@ -199,6 +200,43 @@ TEST_P(UcpE2e, ActiveMessagesEverySizeClass) {
     ASSERT_EQ(received.size(), 1u);
     ASSERT_EQ(received[0], msg);
   }
+}
+
+// Bursts of small messages that the sender does not progress: those sent
+// at once (am_short from the call) and those the lane had no room for
+// (requests that wait) arrive in the order they were sent, every one, and
+// every request completes. Between the bursts the receiver drains the lane,
+// so the second burst finds room while sends of the first still wait.
+TEST_P(UcpE2e, ShortActiveMessagesKeepTheirOrderWhenTheLaneFills) {
+  constexpr uint32_t kCount = 5000;
+  std::vector<uint32_t> received;
+  receiver().set_am_handler(6, [&](const void* data, size_t length) {
+    uint32_t v = UINT32_MAX;
+    if (length == sizeof(v)) std::memcpy(&v, data, sizeof(v));
+    received.push_back(v);
+  });
+  std::vector<uint32_t> values(kCount);  // a waiting send reads its buffer later
+  std::iota(values.begin(), values.end(), 0u);
+  std::vector<std::shared_ptr<Request>> reqs;
+  size_t waiting = 0;
+  for (uint32_t i = 0; i < kCount; ++i) {
+    if (i == kCount / 2 && workers_.size() > 1) {
+      for (int k = 0; k < 1000; ++k) receiver().progress();
+    }
+    auto r = ep_->am_send_nbx(6, &values[i], sizeof(uint32_t));
+    ASSERT_TRUE(r.ok()) << "message " << i << ": " << ucs::status_string(r.status());
+    if (!(*r)->completed()) {
+      ++waiting;
+      reqs.push_back(*r);
+    }
+  }
+  spin_until([&] { return received.size() >= kCount; },
+             [&] {
+               for (auto& w : workers_) w->progress();
+             });
+  ASSERT_EQ(received.size(), kCount) << waiting << " sends waited for room";
+  for (uint32_t i = 0; i < kCount; ++i) ASSERT_EQ(received[i], i) << "at " << i;
+  for (const auto& r : reqs) EXPECT_EQ(wait(r), Status::Ok);
 }
 
 TEST_P(UcpE2e, RkeyRangeIsChecked) {
