@@ -76,6 +76,8 @@ class Endpoint {
   /// and acknowledges; the peer's worker must be progressed meanwhile). The
   /// request completes when `buffer` may be reused: for a rendezvous, once
   /// acknowledged. Unsupported when no lane carries active messages.
+  /// Eager messages are posted in the order sent (one waiting for room on
+  /// its lane holds back later ones), so on one lane they arrive in order.
   Result<std::shared_ptr<Request>> am_send_nbx(uint16_t id, const void* buffer, size_t length,
                                                const RequestParams& params = {});
   /// Completes when every operation started before it is complete, remotely
