@@ -501,10 +501,8 @@ std::shared_ptr<Request> Endpoint::am_at_once(uint16_t id, const proto::ProtoRan
   const proto::LaneRuntime& lr = runtime_[range.lanes[0]];
   // The lane AmOp would take first: up, and able to carry a fragment.
   if (is_error(lr.status) || proto::am_fragment_capacity(lr, range.kind, false) == 0 ||
-      !(lr.attr.cap & uct::kCapAmShort) ||
-      length + proto::kAmSingleHeader > lr.attr.am.max_short ||
-      lr.ep->am_short(proto::kAmIdSingle, proto::am_single_header_word(id), buffer, length) !=
-          Status::Ok) {
+      !proto::am_short_fits(lr, length) ||
+      proto::am_short_whole(lr, id, buffer, length) != Status::Ok) {
     return nullptr;
   }
   lr.local_completions = true;

@@ -104,14 +104,13 @@ Status AmOp::issue_on(size_t lane, const Slice& s, uct::Completion* comp) {
   const bool whole = params_.slices.size() == 1;
   const uint8_t id = whole ? kAmIdSingle : kAmIdFrag;
   const size_t hdr_len = whole ? kAmSingleHeader : kAmFragHeader;
-  const Header& h = header(s, whole);
   const uint8_t* payload = static_cast<const uint8_t*>(params_.buffer) + s.offset;
+  if (whole && params_.kind == ProtoKind::Short && am_short_fits(lr, s.length)) {
+    return am_short_whole(lr, params_.am_id, payload, s.length);
+  }
+  const Header& h = header(s, whole);  // bcopy and zcopy carry it as bytes
   const bool zero_copy_kind =
       params_.kind == ProtoKind::Zcopy || params_.kind == ProtoKind::MultiZcopy;
-  if (whole && params_.kind == ProtoKind::Short && (a.cap & uct::kCapAmShort) &&
-      s.length + hdr_len <= a.am.max_short) {
-    return lr.ep->am_short(id, am_single_header_word(params_.am_id), payload, s.length);
-  }
   const bool bcopy_fits = (a.cap & uct::kCapAmBcopy) && s.length + hdr_len <= a.am.max_bcopy;
   const bool zcopy_fits = (a.cap & uct::kCapAmZcopy) && hdr_len <= a.am.max_hdr &&
                           s.length + hdr_len <= a.am.max_zcopy && s.length > 0;

@@ -43,6 +43,19 @@ struct AmParams {
 /// `kind`, UCP headers excluded; 0 when the lane cannot carry it.
 size_t am_fragment_capacity(const LaneRuntime& lane, ProtoKind kind, bool whole);
 
+/// Whether a whole message of `length` payload bytes fits one am_short on
+/// `lane`, its UCP header included.
+inline bool am_short_fits(const LaneRuntime& lane, size_t length) {
+  return (lane.attr.cap & uct::kCapAmShort) && length + kAmSingleHeader <= lane.attr.am.max_short;
+}
+
+/// Sends a whole message for handler `am_id` by am_short on `lane` (where
+/// am_short_fits()): what the peer's UCP receives as a single message.
+inline ucs::Status am_short_whole(const LaneRuntime& lane, uint16_t am_id, const void* payload,
+                                  size_t length) {
+  return lane.ep->am_short(kAmIdSingle, am_single_header_word(am_id), payload, length);
+}
+
 /// Sends each slice as a UCT active message with the UCP header of
 /// am_wire.h, by short, bcopy or zcopy as the kind and the lane allow.
 class AmOp : public RequestOp, private SliceIssuer {
