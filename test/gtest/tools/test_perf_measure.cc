@@ -15,15 +15,23 @@ namespace {
 class PerfMeasure : public ::testing::Test {
  protected:
   void SetUp() override { clock_init(); }
+
+  // A measured run of `iters` 8-byte operations of `type`; its batch in
+  // *batch.
+  static PerfResult run(TestType type, uint64_t iters, uint64_t* batch = nullptr) {
+    Measurement m(type, iters, 50.0, nullptr);
+    if (batch) *batch = m.batch();
+    m.start();
+    for (uint64_t i = 0; i < iters; ++i) m.update(8);
+    m.finish();
+    return m.result();
+  }
 };
 
 TEST_F(PerfMeasure, PingPongSamplesEveryIteration) {
-  Measurement m(TestType::PingPong, 100, 50.0, nullptr);
-  EXPECT_EQ(m.batch(), 1u);
-  m.start();
-  for (int i = 0; i < 100; ++i) m.update(8);
-  m.finish();
-  const PerfResult r = m.result();
+  uint64_t batch = 0;
+  const PerfResult r = run(TestType::PingPong, 100, &batch);
+  EXPECT_EQ(batch, 1u);
   EXPECT_EQ(r.iters, 100u);
   EXPECT_EQ(r.bytes, 800u);
   EXPECT_EQ(r.samples, 100u);
@@ -34,12 +42,9 @@ TEST_F(PerfMeasure, PingPongSamplesEveryIteration) {
 TEST_F(PerfMeasure, StreamSamplesEveryBatch) {
   const uint64_t batch = Measurement::kStreamBatch;
   const uint64_t iters = 10 * batch + batch / 2;
-  Measurement m(TestType::Stream, iters, 50.0, nullptr);
-  EXPECT_EQ(m.batch(), batch);
-  m.start();
-  for (uint64_t i = 0; i < iters; ++i) m.update(8);
-  m.finish();
-  const PerfResult r = m.result();
+  uint64_t used = 0;
+  const PerfResult r = run(TestType::Stream, iters, &used);
+  EXPECT_EQ(used, batch);
   EXPECT_EQ(r.iters, iters);
   EXPECT_EQ(r.bytes, 8 * iters);
   EXPECT_EQ(r.samples, 10u);  // whole batches only
@@ -49,11 +54,7 @@ TEST_F(PerfMeasure, StreamSamplesEveryBatch) {
 }
 
 TEST_F(PerfMeasure, StreamShorterThanBatchKeepsOneSample) {
-  Measurement m(TestType::Stream, 5, 50.0, nullptr);
-  m.start();
-  for (int i = 0; i < 5; ++i) m.update(8);
-  m.finish();
-  const PerfResult r = m.result();
+  const PerfResult r = run(TestType::Stream, 5);
   EXPECT_EQ(r.iters, 5u);
   EXPECT_EQ(r.samples, 1u);
   EXPECT_GE(r.lat_p50, 0);

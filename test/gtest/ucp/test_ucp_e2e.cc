@@ -120,9 +120,11 @@ class UcpE2e : public testing::TestWithParam<std::string> {
     uint8_t* data() const { return static_cast<uint8_t*>(memh->address()); }
     uint64_t base() const { return reinterpret_cast<uintptr_t>(data()); }
   };
-  void make_target(size_t len, Target* t) {
+  // A zeroed target of `len` bytes: from MemHandle::alloc in the +alloc
+  // variants unless `heap`, else a heap buffer of exactly `len` bytes.
+  void make_target(size_t len, Target* t, bool heap = false) {
     Result<std::unique_ptr<MemHandle>> memh = Status::NoMemory;
-    if (alloc_) {
+    if (alloc_ && !heap) {
       memh = MemHandle::alloc(*ctx_, len);
     } else {
       t->storage.assign(len, 0);
@@ -240,15 +242,10 @@ TEST_P(UcpE2e, ShortActiveMessagesKeepTheirOrderWhenTheLaneFills) {
 }
 
 TEST_P(UcpE2e, RkeyRangeIsChecked) {
-  std::vector<uint8_t> target(4096);
-  auto tmh = MemHandle::map(*ctx_, target.data(), target.size());
-  ASSERT_TRUE(tmh.ok());
-  auto rkey = ep_->rkey_unpack(*(*tmh)->rkey_pack());
-  ASSERT_TRUE(rkey.ok());
+  Target t;
+  ASSERT_NO_FATAL_FAILURE(make_target(4096, &t, true));
   std::vector<uint8_t> src(8192);
-  EXPECT_EQ(ep_->put_nbx(src.data(), src.size(), reinterpret_cast<uintptr_t>(target.data()), **rkey)
-                .status(),
-            Status::InvalidParam);
+  EXPECT_EQ(ep_->put_nbx(src.data(), src.size(), t.base(), *t.rkey).status(), Status::InvalidParam);
   std::vector<uint8_t> junk = {1, 2, 3};
   EXPECT_EQ(ep_->rkey_unpack(junk).status(), Status::InvalidParam);
 }
@@ -402,28 +399,27 @@ TEST_P(UcpE2e, SingleSliceGetsAndPutsPostedAtOnce) {
 // Operations refused when they start say so, run no callback, and leave
 // nothing for the flush.
 TEST_P(UcpE2e, RefusedPutsRunNoCallback) {
-  std::vector<uint8_t> target(4096);
-  auto tmh = MemHandle::map(*ctx_, target.data(), target.size());
-  ASSERT_TRUE(tmh.ok());
-  auto rkey = ep_->rkey_unpack(*(*tmh)->rkey_pack());
-  ASSERT_TRUE(rkey.ok());
-  const uint64_t base = reinterpret_cast<uintptr_t>(target.data());
+  Target t;
+  ASSERT_NO_FATAL_FAILURE(make_target(4096, &t, true));
+  const std::vector<uint8_t>& target = t.storage;
+  const Rkey* rkey = t.rkey.get();
+  const uint64_t base = t.base();
   int calls = 0;
   RequestParams params;
   params.callback = [&calls](Status) { ++calls; };
   std::vector<uint8_t> src(16, 0x5a);
-  EXPECT_EQ(ep_->put_nbx(src.data(), 8, base + 4092, **rkey, params).status(),
+  EXPECT_EQ(ep_->put_nbx(src.data(), 8, base + 4092, *rkey, params).status(),
             Status::InvalidParam);
-  EXPECT_EQ(ep_->put_nbx(src.data(), 8, base - 8, **rkey, params).status(), Status::InvalidParam);
-  EXPECT_EQ(ep_->get_nbx(src.data(), 16, base + 4090, **rkey, params).status(),
+  EXPECT_EQ(ep_->put_nbx(src.data(), 8, base - 8, *rkey, params).status(), Status::InvalidParam);
+  EXPECT_EQ(ep_->get_nbx(src.data(), 16, base + 4090, *rkey, params).status(),
             Status::InvalidParam);
-  EXPECT_EQ(ep_->put_nbx(nullptr, 8, base, **rkey, params).status(), Status::InvalidParam);
+  EXPECT_EQ(ep_->put_nbx(nullptr, 8, base, *rkey, params).status(), Status::InvalidParam);
   EXPECT_EQ(calls, 0);
   EXPECT_EQ(wait(ep_->flush()), Status::Ok);
   EXPECT_TRUE(std::all_of(target.begin(), target.end(), [](uint8_t b) { return b == 0; }));
   ASSERT_EQ(wait(ep_->close(CloseMode::Flush)), Status::Ok);
-  EXPECT_EQ(ep_->put_nbx(src.data(), 8, base, **rkey, params).status(), Status::Canceled);
-  EXPECT_EQ(ep_->get_nbx(src.data(), 8, base, **rkey, params).status(), Status::Canceled);
+  EXPECT_EQ(ep_->put_nbx(src.data(), 8, base, *rkey, params).status(), Status::Canceled);
+  EXPECT_EQ(ep_->get_nbx(src.data(), 8, base, *rkey, params).status(), Status::Canceled);
   EXPECT_EQ(calls, 0);
 }
 

@@ -444,36 +444,29 @@ TEST(TcpWire, HeaderRejectsMalformedFields) {
   get.length = 4;
   EXPECT_EQ(decode_status(encoded(get)), Status::BadData);  // payload on a request
 
+  // The handshake frames: `base` with one field changed by `change`.
+  const auto changed = [](wire::FrameHeader base, const auto& change) {
+    change(base);
+    return decode_status(encoded(base));
+  };
   const auto hello = wire::hello_header(wire::hello_identity(0x7f000001, 5000), 0);
   ASSERT_EQ(decode_status(encoded(hello)), Status::Ok);
-  auto bad_hello = hello;
-  bad_hello.remote_addr = wire::hello_identity(0x7f000001, 0);
-  EXPECT_EQ(decode_status(encoded(bad_hello)), Status::BadData);  // no port
-  bad_hello.remote_addr = uint64_t{1} << 48;
-  EXPECT_EQ(decode_status(encoded(bad_hello)), Status::BadData);  // past 48 bits
-  bad_hello = hello;
-  bad_hello.get_length = wire::kMaxConnIndex + 1;
-  EXPECT_EQ(decode_status(encoded(bad_hello)), Status::BadData);  // connection index
-  bad_hello = hello;
-  bad_hello.req_id = 1;
-  EXPECT_EQ(decode_status(encoded(bad_hello)), Status::BadData);
-  bad_hello = hello;
-  bad_hello.region_id = 1;
-  EXPECT_EQ(decode_status(encoded(bad_hello)), Status::BadData);
-  wire::FrameHeader ack2;
-  ack2.op = wire::Op::HelloAck;
-  ack2.req_id = 3;
-  EXPECT_EQ(decode_status(encoded(ack2)), Status::BadData);  // unknown verdict
-  ack2.req_id = 0;
-  ack2.remote_addr = 1;
-  EXPECT_EQ(decode_status(encoded(ack2)), Status::BadData);
+  EXPECT_EQ(changed(hello, [](auto& h) { h.remote_addr = wire::hello_identity(0x7f000001, 0); }),
+            Status::BadData);  // no port
+  EXPECT_EQ(changed(hello, [](auto& h) { h.remote_addr = uint64_t{1} << 48; }),
+            Status::BadData);  // past 48 bits
+  EXPECT_EQ(changed(hello, [](auto& h) { h.get_length = wire::kMaxConnIndex + 1; }),
+            Status::BadData);  // connection index
+  EXPECT_EQ(changed(hello, [](auto& h) { h.req_id = 1; }), Status::BadData);
+  EXPECT_EQ(changed(hello, [](auto& h) { h.region_id = 1; }), Status::BadData);
+  wire::FrameHeader hello_ack;
+  hello_ack.op = wire::Op::HelloAck;
+  EXPECT_EQ(changed(hello_ack, [](auto& h) { h.req_id = 3; }), Status::BadData);  // verdict
+  EXPECT_EQ(changed(hello_ack, [](auto& h) { h.remote_addr = 1; }), Status::BadData);
   wire::FrameHeader bye;
   bye.op = wire::Op::Bye;
-  bye.req_id = 1;
-  EXPECT_EQ(decode_status(encoded(bye)), Status::BadData);
-  bye.req_id = 0;
-  bye.get_length = 1;
-  EXPECT_EQ(decode_status(encoded(bye)), Status::BadData);
+  EXPECT_EQ(changed(bye, [](auto& h) { h.req_id = 1; }), Status::BadData);
+  EXPECT_EQ(changed(bye, [](auto& h) { h.get_length = 1; }), Status::BadData);
 }
 
 TEST(TcpWire, GarbageNeverDecodesToSomethingElse) {
