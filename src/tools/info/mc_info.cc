@@ -10,6 +10,7 @@
 #include "config.h"
 #include "info_build.h"
 #include "info_json.h"
+#include "info_reference.h"
 #include "info_ucp.h"
 #include "ucs/config/registry.h"
 #include "ucs/log/log.h"
@@ -178,17 +179,13 @@ void print_devices() {
   }
 }
 
-int print_config(bool full, bool markdown, bool json = false) {
+int print_config(bool full, bool json = false) {
   // Loaded transports register their tables through their components.
   (void)uct::load_components();
   ucs::config::Registry& registry = ucs::config::Registry::instance();
   ucp::register_ucp_config_tables(registry);
   metadata::register_metadata_config_tables(registry);
   te::register_te_config_tables(registry);
-  if (markdown) {
-    registry.print_markdown(std::cout);
-    return 0;
-  }
   std::string error;
   ucs::Result<ucs::config::Sources> sources = ucs::config::Sources::from_process(&error);
   if (!sources.ok()) {
@@ -311,7 +308,10 @@ int main(int argc, char** argv) {
     usage(argv[0]);
     return 2;
   }
-  if (markdown) return print_config(false, true);
+  if (markdown) {
+    info::print_config_reference(std::cout);
+    return 0;
+  }
   report.json = json;
   if (!(version || modules || devices || config || topology || system || worker || build ||
         !peer.empty())) {
@@ -326,7 +326,7 @@ int main(int argc, char** argv) {
   if (modules) json ? info::print_modules_json(std::cout) : print_modules();
   if (devices) json ? info::print_devices_json(std::cout) : print_devices();
   if (topology) rc |= print_topology(json);
-  if (config) rc |= print_config(full, false, json);
+  if (config) rc |= print_config(full, json);
   if (worker) rc |= info::print_ucp_worker(json);
   if (!peer.empty()) rc |= info::print_ucp_endpoint(peer, report);
   return rc;

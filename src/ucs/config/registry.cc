@@ -48,14 +48,6 @@ void Registry::print(std::ostream& os, const Sources& sources, bool full) const 
   for (const Printer& p : printers) p(os, sources, full);
 }
 
-void Registry::print_markdown(std::ostream& os) const {
-  for (const Table* t : tables()) {
-    os << "\n**" << t->name() << "**\n\n";
-    os << "| Variable | Default | Meaning |\n|---|---|---|\n";
-    t->print_markdown(os);
-  }
-}
-
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;

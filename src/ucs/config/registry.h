@@ -49,9 +49,6 @@ class Registry {
   /// Prints every table's current values (mc_info -c; -f with docs).
   void print(std::ostream& os, const Sources& sources, bool full) const;
 
-  /// Markdown reference of every knob, grouped by table (README).
-  void print_markdown(std::ostream& os) const;
-
   /// MC_* names in `sources` that no table declares, with a suggestion.
   std::vector<UnknownVar> find_unknown(const Sources& sources) const;
 

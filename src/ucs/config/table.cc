@@ -61,7 +61,10 @@ std::string md_escape(const std::string& s) {
 }
 }  // namespace
 
-void Table::print_markdown(std::ostream& os) const {
+void Table::print_markdown(std::ostream& os, const std::string& note) const {
+  os << "\n**" << name_ << "**\n\n";
+  if (!note.empty()) os << note << "\n\n";
+  os << "| Variable | Default | Meaning |\n|---|---|---|\n";
   for (const Field& f : fields_) {
     os << "| `" << env_name(f) << "` | " << (f.default_value.empty() ? "" : "`" + md_escape(f.default_value) + "`")
        << " | " << md_escape(f.doc) << " Accepts " << md_escape(f.syntax) << ". |\n";

@@ -5,18 +5,10 @@
 #include <map>
 #include <mutex>
 
-#include "ucs/config/table.h"
 #include "uct/api/md.h"
+#include "uct/self/self_config.h"
 
 namespace mc::uct::self {
-
-/// The knobs of the self transport (MC_SELF_*).
-struct SelfConfig {
-  size_t seg_size;      ///< largest bcopy / zcopy active message
-  uint64_t am_queue_len;  ///< active messages queued before NoResource
-};
-
-const ucs::config::Table& self_config_table();
 
 /// A registered range and what peers may do with it.
 struct SelfRegion {

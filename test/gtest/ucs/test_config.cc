@@ -285,7 +285,7 @@ TEST(Config, ListingShowsValuesDocsAndOrigins) {
   std::ostringstream brief, full, md;
   registry.print(brief, s, false);
   registry.print(full, s, true);
-  registry.print_markdown(md);
+  test_table().print_markdown(md, "A note.");
   EXPECT_NE(brief.str().find("MC_TEST_COUNT=42\n"), std::string::npos);
   EXPECT_NE(brief.str().find("MC_LOG_LEVEL=warn\n"), std::string::npos);
   EXPECT_EQ(brief.str().find("A count."), std::string::npos);
@@ -293,6 +293,8 @@ TEST(Config, ListingShowsValuesDocsAndOrigins) {
   EXPECT_NE(full.str().find("(set in environment)"), std::string::npos);
   EXPECT_NE(md.str().find("| `MC_TEST_MODE` | `fast` | A mode. Accepts one of [fast\\|safe]. |"),
             std::string::npos)
+      << md.str();
+  EXPECT_EQ(md.str().find("\n**" + test_table().name() + "**\n\nA note.\n\n| Variable |"), 0u)
       << md.str();
 }
 

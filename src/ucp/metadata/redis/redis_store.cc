@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ucp/metadata/module.h"
+#include "ucp/metadata/redis/redis_config.h"
 #include "ucp/metadata/store_base.h"
 #include "ucs/config/parser.h"
 #include "ucs/config/registry.h"
@@ -33,25 +34,6 @@ namespace mc::metadata::redis {
 namespace {
 
 namespace cfg = ucs::config;
-
-struct RedisConfig {
-  std::string password;   ///< MC_REDIS_PASSWORD
-  uint64_t db_index = 0;  ///< MC_REDIS_DB_INDEX
-};
-
-const cfg::Table& redis_config_table() {
-  static const cfg::Table table(
-      "redis metadata backend", "REDIS_",
-      {cfg::field("PASSWORD", "",
-                  "Password of the Redis metadata server (AUTH), when the connection string "
-                  "carries none; empty: no AUTH.",
-                  &RedisConfig::password, cfg::string_parser()),
-       cfg::field("DB_INDEX", "0",
-                  "Redis database (SELECT) of the metadata keys, when the connection string "
-                  "carries none.",
-                  &RedisConfig::db_index, cfg::uint_parser(0, 1u << 20))});
-  return table;
-}
 
 // redis://[[user]:password@]host[:port][/db]
 struct RedisUrl {
