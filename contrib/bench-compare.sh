@@ -59,20 +59,11 @@ mc=$build/src/tools/perf/mc_perftest
 [ -n "$out" ] || out=$(mktemp -d /tmp/bench-compare.XXXXXX)
 mkdir -p "$out"
 
-# Peers from Debian packages, installed when missing.
-install_pkg() {  # <command> <package>...
-  command -v "$1" > /dev/null && return 0
-  local cmd=$1; shift
-  local sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo -n"
-  echo "bench-compare: installing $* for $cmd"
-  $sudo apt-get install -y -q "$@" > "$out/apt.log" 2>&1 ||
-    { $sudo apt-get update -q > /dev/null 2>&1 && $sudo apt-get install -y -q "$@" >> "$out/apt.log" 2>&1; }
-  command -v "$cmd" > /dev/null || { echo "bench-compare: could not install $* (see $out/apt.log)"; return 1; }
-}
-install_pkg ucx_perftest ucx-utils || exit 1
-install_pkg iperf3 iperf3 || true
-[ -z "$plot" ] || install_pkg gnuplot gnuplot-nox || install_pkg gnuplot gnuplot || plot=""
+# The peers (ucx_perftest, iperf3) and gnuplot come from Debian packages,
+# installed by install-deps.sh --bench when missing.
+"$(dirname "$0")/install-deps.sh" --bench > "$out/install-deps.log" 2>&1 ||
+  { echo "bench-compare: contrib/install-deps.sh --bench failed (see $out/install-deps.log)"; exit 1; }
+command -v ucx_perftest > /dev/null || { echo "bench-compare: no ucx_perftest after install-deps.sh --bench"; exit 1; }
 
 . "$(dirname "$0")/../test/integration/free_port.sh"   # free_port: a control port per run
 cpu_c=() cpu_s=()

@@ -9,6 +9,8 @@
 #   SANITIZER_LOG_DIR=dir: the sanitizers' log_path directory (set by the
 #     caller in ASAN_/UBSAN_/TSAN_OPTIONS); a report that appears there fails
 #     the unit tests or the check that was running, whichever process wrote it
+# A program that a check calls and that is not installed fails that check,
+# named (see command_not_found_handle below).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +21,18 @@ results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 
 "$top/contrib/install-deps.sh" || exit 1
+
+# Bash runs command_not_found_handle for a program it cannot find; exported,
+# it runs in every bash script the checks start (also inside network
+# namespaces) and records the name, so the check fails naming it even when
+# its script ignored the exit status.
+export MC_MISSING_PROGRAMS=$results/missing-programs
+command_not_found_handle() {
+  echo "$1" >> "$MC_MISSING_PROGRAMS"
+  echo "${0##*/}: $1: command not found; contrib/install-deps.sh installs no package that provides it" >&2
+  return 127
+}
+export -f command_not_found_handle
 # Builds the tests and their helper modules without running them through
 # automake's harness, so their output is shown here.
 for d in ${BUILD_SUBDIRS:-.}; do
@@ -67,6 +81,14 @@ fi
 [ $rc -ne 0 ] && [ $failed -eq 0 ] && failed=1
 sanitizer_reports && failed=$((failed + 1))
 
+# Prints the programs found missing since the last call and forgets them;
+# true when there was one.
+missing_programs() {
+  [ -s "$MC_MISSING_PROGRAMS" ] || return 1
+  echo "$(sort -u "$MC_MISSING_PROGRAMS" | tr '\n' ' ')"
+  rm -f "$MC_MISSING_PROGRAMS"
+}
+
 # Runs one named check script; it passes when it exits 0, is skipped (and
 # says so) when it exits 77, and fails otherwise.
 run_check() {
@@ -75,9 +97,12 @@ run_check() {
   echo "=== $name ==="
   local start=$SECONDS
   "$@"
-  local rc=$? took="$((SECONDS - start)) s"
+  local rc=$? took="$((SECONDS - start)) s" missing
   if sanitizer_reports; then
     echo "--- $name: FAILED (sanitizer report, exit $rc; $took)"
+    failed=$((failed + 1))
+  elif missing=$(missing_programs); then
+    echo "--- $name: FAILED (called programs that are not installed: ${missing% }; exit $rc; $took)"
     failed=$((failed + 1))
   elif [ $rc -eq 0 ]; then
     echo "--- $name: passed ($took)"
@@ -91,7 +116,24 @@ run_check() {
   fi
 }
 
+# Each program of install-deps.sh's table (but the --bench ones) is found.
+programs_installed() {
+  local prog pkg rest bad=0
+  while read -r prog pkg rest; do
+    case $prog in ''|'#'*) continue ;; esac
+    case $rest in *--bench*|*--fresh-check*) continue ;; esac
+    if ! command -v "$prog" > /dev/null; then
+      echo "missing: $prog (package $pkg, run by $rest) is not in PATH"
+      bad=1
+    fi
+  done < <("$top/contrib/install-deps.sh" --programs)
+  [ $bad -eq 0 ] && echo "every program of contrib/install-deps.sh --programs is in PATH"
+  return $bad
+}
+
 if [ "$unit_only" = no ]; then
+  run_check "the programs the tests call, from contrib/install-deps.sh's packages" \
+    programs_installed
   run_check "README configuration reference matches the tables" \
     "$top/contrib/gen-config-doc.sh" --check "$build_dir"
   run_check "make install: headers, libraries, modules, pkg-config, and a program built against them" \
