@@ -24,13 +24,19 @@ struct MetadataConfig {
   /// MC_METADATA_REFRESH_INTERVAL: how often an engine checks its own keys
   /// and puts again those the store lost; zero or inf: never.
   ucs::config::Duration refresh_interval{};
+  /// MC_METADATA_MAX_VALUE: the largest value (or answer) read from the store.
+  size_t max_value = 0;
+  /// MC_METADATA_AUTH_TOKEN: sent to an HTTP metadata server as a bearer token.
+  std::string auth_token;
 };
 
 /// The table of MetadataConfig (global knobs, prefix "MC_").
 const ucs::config::Table& metadata_config_table();
 
 /// Reads MetadataConfig from the process environment and config files;
-/// InvalidParam with `*error` naming the variable when a value is bad.
+/// InvalidParam with `*error` naming the variable when a value is bad:
+/// also a timeout of 0 (every request needs a bound) and a lease TTL that is
+/// not a whole number of seconds (leases are granted in seconds).
 Result<MetadataConfig> read_metadata_config(std::string* error = nullptr);
 
 /// StoreOptions from the knobs (timeout, lease_ttl; an inf TTL is no lease).

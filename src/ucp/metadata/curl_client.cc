@@ -5,8 +5,10 @@
 
 #include <curl/curl.h>
 
+#include <cctype>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "ucs/sys/sys.h"
 
@@ -14,8 +16,41 @@ namespace mc::metadata {
 
 namespace {
 
+// Where the body goes, and its bound; `over` once it was passed.
+struct BodySink {
+  std::string* body;
+  size_t max;
+  bool over = false;
+};
+
 size_t append_body(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
+  auto* sink = static_cast<BodySink*>(user);
+  if (sink->body->size() + size * n > sink->max) {
+    sink->over = true;
+    return 0;  // curl ends the transfer (CURLE_WRITE_ERROR)
+  }
+  sink->body->append(data, size * n);
+  return size * n;
+}
+
+// Keeps the ETag header of the answer.
+size_t read_header(char* data, size_t size, size_t n, void* user) {
+  const std::string_view line(data, size * n);
+  constexpr std::string_view kName = "etag:";
+  if (line.size() > kName.size()) {
+    bool match = true;
+    for (size_t i = 0; i < kName.size() && match; ++i) {
+      match = static_cast<char>(std::tolower(static_cast<unsigned char>(line[i]))) == kName[i];
+    }
+    if (match) {
+      std::string_view v = line.substr(kName.size());
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+      while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
+        v.remove_suffix(1);
+      }
+      if (v.size() <= 256) *static_cast<std::string*>(user) = std::string(v);
+    }
+  }
   return size * n;
 }
 
@@ -50,7 +85,8 @@ std::string url_escape(const std::string& s) {
 
 ucs::Status curl_request(const std::string& method, const std::string& url, const std::string* body,
                          const char* content_type, std::chrono::milliseconds timeout,
-                         const std::string& shown_url, HttpReply* reply, std::string* error) {
+                         const std::string& shown_url, HttpReply* reply, std::string* error,
+                         const HttpRequestOptions& options) {
   curl_init_once();
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) {
@@ -69,12 +105,19 @@ ucs::Status curl_request(const std::string& method, const std::string& url, cons
   curl_easy_setopt(h, CURLOPT_PROXY, "");
   curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append_body);
   reply->body.clear();
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &reply->body);
+  reply->etag.clear();
+  BodySink sink{&reply->body, options.max_body};
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, read_header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &reply->etag);
   curl_slist* headers = curl_slist_append(nullptr, "Expect:");
   if (content_type != nullptr) {
     headers = curl_slist_append(headers, (std::string("Content-Type: ") + content_type).c_str());
+  }
+  for (const std::string& header : options.headers) {
+    headers = curl_slist_append(headers, header.c_str());
   }
   std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_guard(headers, curl_slist_free_all);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
@@ -88,6 +131,12 @@ ucs::Status curl_request(const std::string& method, const std::string& url, cons
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
   }
   const CURLcode rc = curl_easy_perform(h);
+  if (sink.over) {
+    *error = shown_url + ": the answer is longer than " + std::to_string(options.max_body) +
+             " bytes (MC_METADATA_MAX_VALUE); not read further";
+    reply->body.clear();
+    return ucs::Status::MessageTruncated;
+  }
   if (rc != CURLE_OK) {
     long os_errno = 0;
     curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);

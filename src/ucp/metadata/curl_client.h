@@ -5,7 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ucs/status/status.h"
 
@@ -14,6 +16,14 @@ namespace mc::metadata {
 struct HttpReply {
   long code = 0;  ///< HTTP status
   std::string body;
+  std::string etag;  ///< the ETag header's value, quotes kept; empty when none
+};
+
+/// What a request sends beyond its method, URL and body, and how much of
+/// the answer it reads.
+struct HttpRequestOptions {
+  std::vector<std::string> headers;  ///< "Name: value" lines
+  size_t max_body = SIZE_MAX;        ///< a longer answer fails with MessageTruncated
 };
 
 /// Calls curl_global_init once per process (thread-safe).
@@ -27,9 +37,12 @@ std::string url_escape(const std::string& s);
 /// No proxy is used and no "Expect: 100-continue" is sent. On a transport
 /// failure returns IoError (Timeout when the bound passed) and sets `*error`
 /// to "<shown_url>: <cause>", e.g. "etcd://127.0.0.1:1: connection refused".
-/// Any HTTP status is Ok here: the caller maps it.
+/// An answer longer than `options.max_body` is cut off while it is read:
+/// MessageTruncated, `*error` giving the bound. Any HTTP status is Ok here:
+/// the caller maps it.
 ucs::Status curl_request(const std::string& method, const std::string& url, const std::string* body,
                          const char* content_type, std::chrono::milliseconds timeout,
-                         const std::string& shown_url, HttpReply* reply, std::string* error);
+                         const std::string& shown_url, HttpReply* reply, std::string* error,
+                         const HttpRequestOptions& options = {});
 
 }  // namespace mc::metadata

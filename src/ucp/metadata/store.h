@@ -31,7 +31,8 @@ using ucs::Result;
 using ucs::Status;
 
 /// Version of the Store/StoreFactory interface a metadata module implements.
-inline constexpr uint32_t kStoreApiVersion = 1;
+/// 2: put_if() and remove_if(), StoreOptions::max_value and auth_token.
+inline constexpr uint32_t kStoreApiVersion = 2;
 
 /// Options every backend honours.
 struct StoreOptions {
@@ -43,6 +44,13 @@ struct StoreOptions {
   /// put again, when etcd lost it), redis sets them with this expiry and
   /// sets them again every third of it. 0: no lease. http has none.
   std::chrono::seconds lease_ttl{10};
+  /// The largest value a get() returns, and the largest answer read from the
+  /// server: a longer one fails with MessageTruncated, checked while reading
+  /// where the backend allows (http, etcd) and before reading (redis).
+  size_t max_value = size_t{16} << 20;
+  /// When not empty, sent to an HTTP server as "Authorization: Bearer <token>"
+  /// (mc_metadata_server --auth-token); etcd and redis have their own.
+  std::string auth_token;
 };
 
 /// Called by watch() when `key` changes: its new value, or nullopt when it
@@ -64,6 +72,24 @@ class Store {
   virtual Status put(const std::string& key, const std::string& value, bool leased = false) = 0;
   /// Removes `key`; removing an absent key is Ok.
   virtual Status remove(const std::string& key) = 0;
+  /// Compare-and-set, atomic on the server: sets `key` to `value` only while
+  /// its value is `*expected`, or, when `expected` is nullopt, only while it
+  /// is absent; `leased` as for put(). Ok when set. Exists when the key
+  /// holds another value, NoElem when a value was expected and the key is
+  /// absent; `*current` (when not null) then gets what was found. A leased
+  /// key stays this store's only while its value is the one it put: the
+  /// backend's lease keeping (etcd's re-put after a lost lease, redis's
+  /// periodic SET) puts it again only while it is absent or unchanged, never
+  /// over another writer's value.
+  virtual Status put_if(const std::string& key, const std::string& value,
+                        const std::optional<std::string>& expected, bool leased,
+                        std::optional<std::string>* current) = 0;
+  /// Removes `key` only while its value is `expected` (Ok when absent too);
+  /// Exists, and nothing removed, when it holds another value.
+  virtual Status remove_if(const std::string& key, const std::string& expected) = 0;
+  /// Whether keys put with leased = true vanish within StoreOptions::lease_ttl
+  /// of the writer's death (etcd, redis with a TTL; not http).
+  virtual bool has_leases() const { return false; }
   /// Whether watch() is implemented.
   virtual bool supports_watch() const { return false; }
   /// Calls `callback` on every change of `key` until the store is destroyed.

@@ -11,8 +11,11 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "common/services.h"
 #include "ucp/metadata/descriptors.h"
@@ -197,6 +200,87 @@ TEST_P(MetadataBackend, SilentServerFailsWithTimeout) {
   EXPECT_EQ(store.status(), Status::Timeout) << error;
   EXPECT_NE(error.find("127.0.0.1:" + std::to_string(silent.port())), std::string::npos) << error;
   EXPECT_NE(error.find("no answer within 300 ms"), std::string::npos) << error;
+}
+
+// put_if and remove_if: set only while absent or unchanged, what was found
+// when not, atomic on the server (racing writers: exactly one wins each key).
+TEST_P(MetadataBackend, CompareAndSetSetsOnlyWhileAbsentOrUnchanged) {
+  const std::string key = "mooncake/rpc_meta/cas";
+  std::optional<std::string> found;
+  ASSERT_EQ(store_->put_if(key, "a", std::nullopt, false, &found), Status::Ok)
+      << store_->last_error();
+  EXPECT_EQ(store_->put_if(key, "b", std::nullopt, false, &found), Status::Exists);
+  EXPECT_EQ(found.value_or("(none)"), "a");
+  found.reset();
+  EXPECT_EQ(store_->put_if(key, "b", std::string("not a"), false, &found), Status::Exists);
+  EXPECT_EQ(found.value_or("(none)"), "a");
+  EXPECT_EQ(store_->put_if(key, "b", std::string("a"), false, &found), Status::Ok);
+  EXPECT_EQ(store_->get(key).value_or(""), "b");
+  EXPECT_EQ(store_->remove_if(key, "a"), Status::Exists);
+  EXPECT_EQ(store_->get(key).value_or(""), "b") << "removed while holding another value";
+  EXPECT_EQ(store_->remove_if(key, "b"), Status::Ok);
+  EXPECT_EQ(store_->get(key).status(), Status::NoElem);
+  EXPECT_EQ(store_->remove_if(key, "b"), Status::Ok) << "absent: Ok";
+  EXPECT_EQ(store_->put_if(key, "c", std::string("b"), false, &found), Status::NoElem);
+  EXPECT_FALSE(found.has_value());
+  EXPECT_EQ(store_->get(key).status(), Status::NoElem);
+
+  // Two stores race to create the same keys: one wins each, the loser is
+  // told the winner's value, and the value stays the winner's.
+  std::unique_ptr<Store> other = open_ok(conn_);
+  ASSERT_NE(other, nullptr);
+  constexpr int kKeys = 40;
+  std::vector<Status> mine(kKeys), theirs(kKeys);
+  std::vector<std::optional<std::string>> mine_found(kKeys), their_found(kKeys);
+  std::thread racer([&] {
+    for (int i = 0; i < kKeys; ++i) {
+      theirs[i] = other->put_if("race/" + std::to_string(i), "theirs", std::nullopt, false,
+                                &their_found[i]);
+    }
+  });
+  for (int i = 0; i < kKeys; ++i) {
+    mine[i] = store_->put_if("race/" + std::to_string(i), "mine", std::nullopt, false,
+                             &mine_found[i]);
+  }
+  racer.join();
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE((mine[i] == Status::Ok) != (theirs[i] == Status::Ok))
+        << "key " << i << ": " << mine[i] << " and " << theirs[i];
+    const std::string winner = mine[i] == Status::Ok ? "mine" : "theirs";
+    EXPECT_EQ((mine[i] == Status::Ok ? their_found[i] : mine_found[i]).value_or(""), winner) << i;
+    EXPECT_EQ(store_->get("race/" + std::to_string(i)).value_or(""), winner) << i;
+  }
+}
+
+// A leased key that another writer set is that writer's: the store's lease
+// keeping (redis sets its leased keys again every third of the TTL; etcd
+// puts them again on a new lease) leaves it alone.
+TEST_P(MetadataBackend, LeaseKeepingNeverOverwritesAnotherWriter) {
+  if (GetParam().service == Service::MetadataServer) GTEST_SKIP() << "http has no leases";
+  const std::string key = "mooncake/ram/leased";
+  ASSERT_EQ(store_->put_if(key, "first", std::nullopt, true, nullptr), Status::Ok);
+  ASSERT_TRUE(store_->has_leases());
+  std::unique_ptr<Store> other = open_ok(conn_);
+  ASSERT_NE(other, nullptr);
+  ASSERT_EQ(other->put(key, "second", false), Status::Ok);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the TTL, 2 s
+  EXPECT_EQ(other->get(key).value_or("(none)"), "second");
+  EXPECT_EQ(store_->remove_if(key, "first"), Status::Exists);
+  EXPECT_EQ(other->get(key).value_or("(none)"), "second");
+}
+
+// A value longer than StoreOptions::max_value is refused, naming the knob.
+TEST_P(MetadataBackend, ValuesOverTheBoundAreRefused) {
+  ASSERT_EQ(store_->put("mooncake/ram/big", std::string(64 * 1024, 'x')), Status::Ok);
+  StoreOptions small = short_options();
+  small.max_value = 4096;
+  std::unique_ptr<Store> bounded = open_ok(conn_, small);
+  ASSERT_NE(bounded, nullptr);
+  EXPECT_EQ(bounded->get("mooncake/ram/big").status(), Status::MessageTruncated);
+  EXPECT_NE(bounded->last_error().find("MC_METADATA_MAX_VALUE"), std::string::npos)
+      << bounded->last_error();
+  ASSERT_EQ(store_->put("mooncake/ram/small", "fits"), Status::Ok);
+  EXPECT_EQ(bounded->get("mooncake/ram/small").value_or(""), "fits");
 }
 
 std::string etcd_conn(uint16_t port) {

@@ -3,10 +3,13 @@
 // rkeys, and every malformed value refused with the field named.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
+#include "ucp/metadata/config.h"
 #include "ucp/metadata/descriptors.h"
 #include "ucp/metadata/store.h"
 
@@ -199,6 +202,35 @@ TEST(MetadataStore, OpenRefusesWhatNoBackendUnderstands) {
       << error;
   EXPECT_EQ(open_store("P2PHANDSHAKE", StoreOptions{}, &error).status(), ucs::Status::InvalidParam);
   EXPECT_NE(error.find("P2PHANDSHAKE has no store"), std::string::npos) << error;
+}
+
+// The knobs every backend shares: one meaning for 0 (a timeout of 0 is
+// refused everywhere, not "no bound" for one backend and a failure for
+// another), and no silent rounding of a lease.
+TEST(MetadataConfig, ZeroTimeoutAndFractionalLeaseAreRefusedNamingTheKnob) {
+  auto read_with = [](const char* name, const char* value, std::string* error) {
+    setenv(name, value, 1);
+    ucs::Result<MetadataConfig> c = read_metadata_config(error);
+    unsetenv(name);
+    return c;
+  };
+  std::string error;
+  EXPECT_EQ(read_with("MC_METADATA_TIMEOUT", "0", &error).status(), ucs::Status::InvalidParam);
+  EXPECT_NE(error.find("MC_METADATA_TIMEOUT"), std::string::npos) << error;
+  EXPECT_EQ(read_with("MC_ETCD_LEASE_TTL", "1.5s", &error).status(), ucs::Status::InvalidParam);
+  EXPECT_NE(error.find("MC_ETCD_LEASE_TTL: 1.5 s is not a whole number of seconds"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("give 1s or 2s"), std::string::npos) << error;
+  ucs::Result<MetadataConfig> c = read_with("MC_ETCD_LEASE_TTL", "3s", &error);
+  ASSERT_TRUE(c.ok()) << error;
+  EXPECT_EQ(store_options(*c).lease_ttl, std::chrono::seconds(3));
+  c = read_with("MC_ETCD_LEASE_TTL", "0", &error);
+  ASSERT_TRUE(c.ok()) << error;
+  EXPECT_EQ(store_options(*c).lease_ttl, std::chrono::seconds(0));
+  c = read_with("MC_METADATA_MAX_VALUE", "64k", &error);
+  ASSERT_TRUE(c.ok()) << error;
+  EXPECT_EQ(store_options(*c).max_value, 65536u);
 }
 
 }  // namespace

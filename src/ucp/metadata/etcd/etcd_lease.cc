@@ -127,9 +127,20 @@ Status EtcdStore::replace_lease(int64_t lost) {
     lease_ttl_ = ttl;
     keys = leased_;
   }
+  // Each key again on the new lease while it is absent (it went with the
+  // lost lease) or still holds this store's value; one that another writer
+  // set meanwhile is that writer's now, and is left alone.
   Status status = Status::Ok;
   for (const auto& [key, value] : keys) {
-    const Status s = put_raw(key, value, granted);
+    Status s = txn_if(key, std::nullopt, &value, granted, nullptr);
+    if (s == Status::Exists) s = txn_if(key, value, &value, granted, nullptr);
+    if (s == Status::Exists || s == Status::NoElem) {
+      MC_LOG(warn) << "metadata: " << conn_ << ": leased key \"" << key
+                   << "\" now holds another writer's value; not put again by this store";
+      std::lock_guard<std::mutex> guard(lease_lock_);
+      leased_.erase(key);
+      continue;
+    }
     if (is_error(s)) status = s;
   }
   return status;

@@ -110,8 +110,12 @@ Status EtcdStore::call(const std::string& path, const Json::Value& request, Json
     }
     HttpReply reply;
     std::string error;
+    // Values travel in base64 (4 bytes per 3) inside JSON.
+    HttpRequestOptions bound;
+    bound.max_body = options_.max_value / 3 * 4 + 65536;
     status = curl_request("POST", "http://" + ep + path, &body, "application/json", left,
-                          "etcd://" + ep, &reply, &error);
+                          "etcd://" + ep, &reply, &error, bound);
+    if (status == Status::MessageTruncated) return quiet ? status : fail(status, error);
     if (status == Status::Timeout) {
       // Name the whole bound, not what was left of it for this endpoint.
       error =
@@ -147,6 +151,10 @@ Result<std::string> EtcdStore::get(const std::string& key) {
   req["key"] = base64_encode(key);
   Json::Value response;
   MC_RETURN_IF_ERROR(call("/v3/kv/range", req, &response));
+  return first_value(response, key);
+}
+
+Result<std::string> EtcdStore::first_value(const Json::Value& response, const std::string& key) {
   const Json::Value& kvs = response["kvs"];
   if (kvs.isNull() || (kvs.isArray() && kvs.empty())) return Status::NoElem;
   if (!kvs.isArray() || !kvs[0].isObject()) {
@@ -190,6 +198,75 @@ Status EtcdStore::put(const std::string& key, const std::string& value, bool lea
   } else {
     leased_.erase(key);
   }
+  return Status::Ok;
+}
+
+Status EtcdStore::txn_if(const std::string& key, const std::optional<std::string>& expected,
+                         const std::string* value, int64_t lease,
+                         std::optional<std::string>* current) {
+  const std::string k = base64_encode(key);
+  Json::Value compare;
+  compare["key"] = k;
+  compare["result"] = "EQUAL";
+  if (expected) {
+    compare["target"] = "VALUE";
+    compare["value"] = base64_encode(*expected);
+  } else {
+    compare["target"] = "CREATE";
+    compare["create_revision"] = "0";
+  }
+  Json::Value op;
+  if (value != nullptr) {
+    op["request_put"]["key"] = k;
+    op["request_put"]["value"] = base64_encode(*value);
+    if (lease != 0) op["request_put"]["lease"] = Json::Int64(lease);
+  } else {
+    op["request_delete_range"]["key"] = k;
+  }
+  Json::Value otherwise;
+  otherwise["request_range"]["key"] = k;
+  Json::Value req;
+  req["compare"].append(compare);
+  req["success"].append(op);
+  req["failure"].append(otherwise);
+  Json::Value response;
+  MC_RETURN_IF_ERROR(call("/v3/kv/txn", req, &response));
+  if (response.get("succeeded", false).asBool()) return Status::Ok;
+  // The gateway leaves out empty fields: no responses is an empty range.
+  Result<std::string> now =
+      first_value(response["responses"][0]["response_range"], key);
+  if (!now.ok() && now.status() != Status::NoElem) return now.status();
+  if (current) *current = now.ok() ? std::optional<std::string>(*now) : std::nullopt;
+  return now.ok() ? Status::Exists : Status::NoElem;
+}
+
+Status EtcdStore::put_if(const std::string& key, const std::string& value,
+                         const std::optional<std::string>& expected, bool leased,
+                         std::optional<std::string>* current) {
+  int64_t lease = 0;
+  if (leased && options_.lease_ttl.count() > 0) MC_RETURN_IF_ERROR(ensure_lease(&lease));
+  Status s = txn_if(key, expected, &value, lease, current);
+  if (is_error(s) && lease != 0 && last_error().find("lease not found") != std::string::npos) {
+    MC_RETURN_IF_ERROR(replace_lease(lease));
+    lease = this->lease_id();
+    s = txn_if(key, expected, &value, lease, current);
+  }
+  if (s != Status::Ok) return s;
+  std::lock_guard<std::mutex> guard(lease_lock_);
+  if (lease != 0) {
+    leased_[key] = value;
+  } else {
+    leased_.erase(key);
+  }
+  return Status::Ok;
+}
+
+Status EtcdStore::remove_if(const std::string& key, const std::string& expected) {
+  const Status s = txn_if(key, expected, nullptr, 0, nullptr);
+  if (s == Status::Exists) return s;
+  if (s != Status::Ok && s != Status::NoElem) return s;
+  std::lock_guard<std::mutex> guard(lease_lock_);
+  leased_.erase(key);
   return Status::Ok;
 }
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The etcd metadata backend: etcd v3 through its JSON gateway (etcd 3.4:
-// /v3/kv/put, /v3/kv/range, /v3/kv/deleterange, /v3/lease/grant,
+// /v3/kv/put, /v3/kv/range, /v3/kv/deleterange, /v3/kv/txn, /v3/lease/grant,
 // /v3/lease/keepalive, /v3/lease/revoke), keys and values in base64.
+// Compare-and-set is a transaction comparing the key's create revision (0:
+// absent) or its value.
 // Several endpoints fail over in order; leased keys hang on one lease that a
 // thread keeps alive while the store lives.
 #pragma once
@@ -14,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,7 +40,12 @@ class EtcdStore final : public StoreBase {
   Result<std::string> get(const std::string& key) override;
   Status put(const std::string& key, const std::string& value, bool leased) override;
   Status remove(const std::string& key) override;
+  Status put_if(const std::string& key, const std::string& value,
+                const std::optional<std::string>& expected, bool leased,
+                std::optional<std::string>* current) override;
+  Status remove_if(const std::string& key, const std::string& expected) override;
   std::string url() const override { return conn_; }
+  bool has_leases() const override { return options_.lease_ttl.count() > 0; }
   bool supports_watch() const override { return true; }
   /// Streams /v3/watch on a thread of its own; reconnects (to the next
   /// endpoint, from the next revision) when the stream breaks.
@@ -56,6 +64,13 @@ class EtcdStore final : public StoreBase {
   Status call(const std::string& path, const Json::Value& request, Json::Value* response,
               bool quiet = false);
   Status put_raw(const std::string& key, const std::string& value, int64_t lease);
+  // One transaction: when `key` is absent (expected nullopt) or holds
+  // `*expected`, puts `value` on `lease` (or deletes the key when `value` is
+  // null). Ok when done; else NoElem or Exists with *current.
+  Status txn_if(const std::string& key, const std::optional<std::string>& expected,
+                const std::string* value, int64_t lease, std::optional<std::string>* current);
+  // The value of a range answer's first kv; NoElem when there is none.
+  Result<std::string> first_value(const Json::Value& range, const std::string& key);
   // Grants the lease when there is none yet; starts the keep-alive thread.
   Status ensure_lease(int64_t* id);
   Status grant(int64_t* id, int64_t* ttl);

@@ -2,8 +2,16 @@
 // The http metadata backend (module libmc_metadata_http.so): GET, PUT and
 // DELETE <url>?key=<percent-encoded key> against mc_metadata_server or
 // Mooncake's HTTP metadata server. 404 means "no such key".
+// Compare-and-set (put_if, remove_if) reads the key with its ETag and writes
+// with If-Match, or creates with If-None-Match: *, which mc_metadata_server
+// answers with 412 when the key changed meanwhile. A server that sends no
+// ETag (Mooncake's) gets a plain write after the read: the comparison then
+// holds but is not atomic, which is logged once.
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ucp/metadata/curl_client.h"
 #include "ucp/metadata/module.h"
@@ -29,9 +37,7 @@ class HttpStore final : public StoreBase {
 
   Result<std::string> get(const std::string& key) override {
     HttpReply reply;
-    MC_RETURN_IF_ERROR(request("GET", key, nullptr, &reply));
-    if (reply.code == 404) return Status::NoElem;
-    if (reply.code != 200) return http_error("GET", key, reply);
+    MC_RETURN_IF_ERROR(read(key, &reply));
     return std::move(reply.body);
   }
 
@@ -52,6 +58,44 @@ class HttpStore final : public StoreBase {
     return http_error("DELETE", key, reply);
   }
 
+  Status put_if(const std::string& key, const std::string& value,
+                const std::optional<std::string>& expected, bool leased,
+                std::optional<std::string>* current) override {
+    (void)leased;
+    HttpReply found;
+    Status s = read(key, &found);
+    if (is_error(s) && s != Status::NoElem) return s;
+    const bool present = s == Status::Ok;
+    if (present != expected.has_value() || (present && found.body != *expected)) {
+      if (current) *current = present ? std::optional<std::string>(found.body) : std::nullopt;
+      return present ? Status::Exists : Status::NoElem;
+    }
+    HttpReply reply;
+    MC_RETURN_IF_ERROR(request("PUT", key, &value, &reply, condition(present, found, key)));
+    if (reply.code == 412) return changed(key, current);
+    if (reply.code != 200 && reply.code != 201 && reply.code != 204) {
+      return http_error("PUT", key, reply);
+    }
+    return Status::Ok;
+  }
+
+  Status remove_if(const std::string& key, const std::string& expected) override {
+    HttpReply found;
+    Status s = read(key, &found);
+    if (s == Status::NoElem) return Status::Ok;
+    MC_RETURN_IF_ERROR(s);
+    if (found.body != expected) return Status::Exists;
+    HttpReply reply;
+    MC_RETURN_IF_ERROR(request("DELETE", key, nullptr, &reply, condition(true, found, key)));
+    if (reply.code == 412) {
+      std::optional<std::string> now;
+      s = changed(key, &now);
+      return s == Status::NoElem ? Status::Ok : s;
+    }
+    if (reply.code == 404 || reply.code == 200 || reply.code == 204) return Status::Ok;
+    return http_error("DELETE", key, reply);
+  }
+
   std::string url() const override { return url_; }
 
   // Any HTTP answer proves the server is there.
@@ -63,15 +107,60 @@ class HttpStore final : public StoreBase {
   }
 
  private:
+  // GET with the ETag: Ok with the value, NoElem when absent.
+  Status read(const std::string& key, HttpReply* reply) {
+    MC_RETURN_IF_ERROR(request("GET", key, nullptr, reply));
+    if (reply->code == 404) return Status::NoElem;
+    if (reply->code != 200) return http_error("GET", key, *reply);
+    return Status::Ok;
+  }
+
+  // The precondition of a write after `found` was read: the key unchanged
+  // (If-Match its ETag) or still absent (If-None-Match: *).
+  std::vector<std::string> condition(bool present, const HttpReply& found, const std::string& key) {
+    if (!present) return {"If-None-Match: *"};
+    if (!found.etag.empty()) return {"If-Match: " + found.etag};
+    if (!warned_no_etag_.exchange(true)) {
+      MC_LOG(warn) << "metadata: " << url_ << ": GET of key \"" << key
+                   << "\" answered no ETag: the server has no conditional requests, so a "
+                      "compare-and-set of a key (who owns a segment name) is a read and then a "
+                      "write, not atomic; mc_metadata_server has them";
+    }
+    return {};
+  }
+
+  // A 412: the key changed between the read and the write; what it is now.
+  Status changed(const std::string& key, std::optional<std::string>* current) {
+    HttpReply now;
+    const Status s = read(key, &now);
+    if (is_error(s) && s != Status::NoElem) return s;
+    if (current) *current = s == Status::Ok ? std::optional<std::string>(now.body) : std::nullopt;
+    return s == Status::Ok ? Status::Exists : Status::NoElem;
+  }
+
   Status request(const char* method, const std::string& key, const std::string* body,
-                 HttpReply* reply) {
+                 HttpReply* reply, std::vector<std::string> headers = {}) {
     const char sep = url_.find('?') == std::string::npos ? '?' : '&';
     const std::string full = url_ + sep + "key=" + url_escape(key);
     std::string error;
+    HttpRequestOptions options;
+    options.headers = std::move(headers);
+    if (!options_.auth_token.empty()) {
+      options.headers.push_back("Authorization: Bearer " + options_.auth_token);
+    }
+    options.max_body = options_.max_value;
     const Status s = curl_request(method, full, body, body ? "application/octet-stream" : nullptr,
-                                  options_.timeout, url_, reply, &error);
+                                  options_.timeout, url_, reply, &error, options);
     if (is_error(s)) return fail(s, error);
     succeeded();
+    if (reply->code == 401 || reply->code == 403) {
+      return fail(Status::Rejected, url_ + ": " + method + " key \"" + key + "\" answered HTTP " +
+                                        std::to_string(reply->code) + " (" +
+                                        (options_.auth_token.empty()
+                                             ? "the server wants a token: MC_METADATA_AUTH_TOKEN"
+                                             : "the server refused MC_METADATA_AUTH_TOKEN") +
+                                        "): " + short_body(reply->body));
+    }
     return Status::Ok;
   }
 
@@ -82,6 +171,7 @@ class HttpStore final : public StoreBase {
 
   const std::string url_;
   const StoreOptions options_;
+  std::atomic<bool> warned_no_etag_{false};
 };
 
 class HttpFactory final : public StoreFactory {

@@ -9,7 +9,12 @@
 // within the TTL, and a live engine's keys come back within a third of it
 // after a restarted redis (no persistence) lost them. Setting the value
 // again rather than EXPIRE costs the same round trip and needs no second
-// command for a key that is gone.
+// command for a key that is gone. That SET, and put_if() and remove_if(),
+// are Lua scripts (EVAL), atomic on the server: a leased key is set again
+// only while it is absent or holds the value this store put, never over
+// another writer's value (the key is then no longer this store's to keep).
+// A GET first asks STRLEN in the same script, so a value longer than
+// StoreOptions::max_value is refused before it is sent.
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
@@ -18,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -121,6 +127,41 @@ Result<RedisUrl> parse_url(const std::string& conn, std::string* error) {
 using ContextPtr = std::unique_ptr<redisContext, void (*)(redisContext*)>;
 using ReplyPtr = std::unique_ptr<redisReply, void (*)(void*)>;
 
+// KEYS[1]; ARGV: mode ("absent", "equal", "absent-or-equal"), the expected
+// value, the new value, the expiry in seconds ("0": none). Answers {1} when
+// set, {0} when the key is absent, {0, value} when it holds another value.
+constexpr const char* kSetIfScript = R"lua(
+local cur = redis.call('GET', KEYS[1])
+local mode = ARGV[1]
+local ok
+if cur == false then ok = mode ~= 'equal' else ok = mode ~= 'absent' and cur == ARGV[2] end
+if not ok then
+  if cur == false then return {0} end
+  return {0, cur}
+end
+if ARGV[4] == '0' then redis.call('SET', KEYS[1], ARGV[3])
+else redis.call('SET', KEYS[1], ARGV[3], 'EX', ARGV[4]) end
+return {1}
+)lua";
+
+// KEYS[1]; ARGV[1]: the expected value. {1} when removed or absent, {0}
+// when the key holds another value.
+constexpr const char* kRemoveIfScript = R"lua(
+local cur = redis.call('GET', KEYS[1])
+if cur == false then return {1} end
+if cur ~= ARGV[1] then return {0} end
+redis.call('DEL', KEYS[1])
+return {1}
+)lua";
+
+// KEYS[1]; ARGV[1]: the largest length. The value, nil when absent, or
+// {length} when longer.
+constexpr const char* kBoundedGetScript = R"lua(
+local n = redis.call('STRLEN', KEYS[1])
+if n > tonumber(ARGV[1]) then return {n} end
+return redis.call('GET', KEYS[1])
+)lua";
+
 std::string lower_first(std::string s) {
   if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') s[0] = static_cast<char>(s[0] - 'A' + 'a');
   return s;
@@ -153,8 +194,16 @@ class RedisStore final : public StoreBase {
   Result<std::string> get(const std::string& key) override {
     std::lock_guard<std::mutex> guard(lock_);
     ReplyPtr reply(nullptr, freeReplyObject);
-    MC_RETURN_IF_ERROR(command({"GET", key}, &reply));
+    MC_RETURN_IF_ERROR(command(
+        {"EVAL", kBoundedGetScript, "1", key, std::to_string(options_.max_value)}, &reply));
     if (reply->type == REDIS_REPLY_NIL) return Status::NoElem;
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
+        reply->element[0]->type == REDIS_REPLY_INTEGER) {
+      return fail(Status::MessageTruncated,
+                  url_.shown + ": GET key \"" + key + "\": the value has " +
+                      std::to_string(reply->element[0]->integer) + " bytes, more than " +
+                      std::to_string(options_.max_value) + " (MC_METADATA_MAX_VALUE); not read");
+    }
     if (reply->type != REDIS_REPLY_STRING) return unexpected("GET", key, reply.get());
     return std::string(reply->str, reply->len);
   }
@@ -185,9 +234,66 @@ class RedisStore final : public StoreBase {
     return Status::Ok;
   }
 
+  Status put_if(const std::string& key, const std::string& value,
+                const std::optional<std::string>& expected, bool leased,
+                std::optional<std::string>* current) override {
+    leased = leased && options_.lease_ttl.count() > 0;
+    {
+      std::lock_guard<std::mutex> guard(lock_);
+      const Status s =
+          set_if_locked(key, expected ? "equal" : "absent", expected.value_or(""), value, leased,
+                        current);
+      if (s != Status::Ok) return s;
+      if (leased) {
+        leased_[key] = value;
+      } else {
+        leased_.erase(key);
+      }
+    }
+    if (leased) start_refresher();
+    return Status::Ok;
+  }
+
+  Status remove_if(const std::string& key, const std::string& expected) override {
+    std::lock_guard<std::mutex> guard(lock_);
+    ReplyPtr reply(nullptr, freeReplyObject);
+    MC_RETURN_IF_ERROR(command({"EVAL", kRemoveIfScript, "1", key, expected}, &reply));
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
+        reply->element[0]->type != REDIS_REPLY_INTEGER) {
+      return unexpected("DEL (if unchanged)", key, reply.get());
+    }
+    if (reply->element[0]->integer != 1) return Status::Exists;
+    leased_.erase(key);
+    return Status::Ok;
+  }
+
+  bool has_leases() const override { return options_.lease_ttl.count() > 0; }
   std::string url() const override { return url_.shown; }
 
  private:
+  // kSetIfScript: Ok when set, NoElem or Exists (with *current) when not.
+  Status set_if_locked(const std::string& key, const char* mode, const std::string& expected,
+                       const std::string& value, bool leased,
+                       std::optional<std::string>* current) {
+    ReplyPtr reply(nullptr, freeReplyObject);
+    MC_RETURN_IF_ERROR(command({"EVAL", kSetIfScript, "1", key, mode, expected, value,
+                                leased ? std::to_string(options_.lease_ttl.count()) : "0"},
+                               &reply));
+    const redisReply* r = reply.get();
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER ||
+        (r->elements > 1 && r->element[1]->type != REDIS_REPLY_STRING)) {
+      return unexpected("SET (if unchanged)", key, r);
+    }
+    if (r->element[0]->integer == 1) return Status::Ok;
+    if (r->elements == 1) {
+      if (current) *current = std::nullopt;
+      return Status::NoElem;
+    }
+    if (current) *current = std::string(r->element[1]->str, r->element[1]->len);
+    return Status::Exists;
+  }
+
   // SET, with EX <lease_ttl> when `leased`.
   Status set_locked(const std::string& key, const std::string& value, bool leased) {
     ReplyPtr reply(nullptr, freeReplyObject);
@@ -225,7 +331,9 @@ class RedisStore final : public StoreBase {
 
   // One pass; stops at the first failure (the server is away: each further
   // key would only wait out the timeout). A failure is logged once per
-  // outage by fail(); the keys set again after one are logged once.
+  // outage by fail(); the keys set again after one are logged once. A key
+  // that holds another writer's value is not this store's any more: it is
+  // dropped from the leased keys, and left as it is.
   void refresh_once() {
     std::map<std::string, std::string> keys;
     {
@@ -237,7 +345,14 @@ class RedisStore final : public StoreBase {
       std::lock_guard<std::mutex> guard(lock_);
       auto it = leased_.find(key);
       if (it == leased_.end()) continue;  // removed or put unleased since
-      if (is_error(set_locked(key, it->second, true))) {
+      const Status s = set_if_locked(key, "absent-or-equal", it->second, it->second, true, nullptr);
+      if (s == Status::Exists) {
+        MC_LOG(warn) << "metadata: " << url_.shown << ": leased key \"" << key
+                     << "\" now holds another writer's value; no longer kept alive by this store";
+        leased_.erase(it);
+        continue;
+      }
+      if (is_error(s)) {
         refresh_failing_ = true;
         return;
       }
