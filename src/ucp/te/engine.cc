@@ -164,12 +164,12 @@ int TransferEngine::Impl::init(const std::string& conn, const std::string& local
   segment_name_ = store_ ? server_name_ : ip_port();
   progress_thread_ = std::thread([this] { progress_loop(); });
   if (store_) {
-    const std::string rpc_key = metadata::rpc_meta_key(key_prefix_, server_name_);
-    s = store_->put(rpc_key, metadata::encode(metadata::RpcMeta{ip_, rpc_->port()}), true);
-    if (s == Status::Ok) s = publish();
+    s = claim_keys();
     if (s != Status::Ok) {
-      MC_LOG(error) << "transfer engine: cannot publish to " << store_->url() << ": "
-                    << store_->last_error();
+      if (s != Status::Exists) {
+        MC_LOG(error) << "transfer engine: cannot publish to " << store_->url() << ": "
+                      << store_->last_error();
+      }
       shutdown();
       return static_cast<int>(s);
     }
@@ -201,10 +201,7 @@ void TransferEngine::Impl::shutdown() {
   }
   rpc_.reset();
   if (store_) {
-    // Best effort: an unreachable store is logged by the backend; leased
-    // keys expire on their own.
-    (void)store_->remove(metadata::ram_key(key_prefix_, segment_name_));
-    (void)store_->remove(metadata::rpc_meta_key(key_prefix_, server_name_));
+    remove_own_keys();
     store_.reset();
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -263,8 +260,11 @@ Status TransferEngine::Impl::publish() {
     std::lock_guard<std::mutex> lock(mu_);
     json = metadata::encode(local_desc_locked());
   }
-  const Status s = store_->put(metadata::ram_key(key_prefix_, segment_name_), json, true);
-  if (s != Status::Ok) {
+  const Status s = keep_key_locked(metadata::ram_key(key_prefix_, segment_name_), json, nullptr);
+  if (s == Status::Exists) {
+    MC_LOG(error) << "transfer engine: cannot publish segment '" << segment_name_
+                  << "': the name is another engine's now (see above)";
+  } else if (s != Status::Ok) {
     MC_LOG(error) << "transfer engine: cannot publish segment '" << segment_name_ << "' to "
                   << store_->url() << ": " << store_->last_error();
   }
@@ -422,7 +422,51 @@ Result<metadata::SegmentDesc> TransferEngine::Impl::fetch_segment(const std::str
   if (!desc.ok()) {
     MC_LOG(error) << "transfer engine: openSegment('" << name << "'): bad descriptor: " << error;
   }
+  if (desc.ok() && store_) return checked_with_owner(name, *desc);
   return desc;
+}
+
+// A descriptor from the store is used only as its owner serves it: the
+// engine its rpc_meta key names must answer for the name (the handshake, as
+// under P2PHANDSHAKE). An owner that answers with another generation than
+// the store's descriptor restarted since, or the descriptor was another
+// engine's: its own answer, the fresher, is used. An owner that does not
+// answer (gone, its lease not yet expired) makes the descriptor stale: the
+// open fails, naming the owner's address.
+Result<metadata::SegmentDesc> TransferEngine::Impl::checked_with_owner(
+    const std::string& name, const metadata::SegmentDesc& stored) {
+  const std::string rpc_key = metadata::rpc_meta_key(key_prefix_, name);
+  auto refuse = [&](Status status, const std::string& why) {
+    MC_LOG(error) << "transfer engine: openSegment('" << name << "'): " << why
+                  << "; its descriptor in " << store_->url() << " is not used";
+    return status;
+  };
+  Result<std::string> rpc = store_->get(rpc_key);
+  if (rpc.status() == Status::NoElem) {
+    return refuse(Status::Unreachable, rpc_key + " is absent: no live engine owns the name");
+  }
+  if (!rpc.ok()) return refuse(rpc.status(), store_->last_error());
+  std::string error;
+  Result<metadata::RpcMeta> meta = metadata::decode_rpc_meta(*rpc, &error);
+  if (!meta.ok()) return refuse(Status::BadData, rpc_key + ": " + error);
+  const std::string owner = meta->ip_or_host_name + ":" + std::to_string(meta->rpc_port);
+  Result<std::string> answer =
+      te::handshake_get_segment(meta->ip_or_host_name, meta->rpc_port, name,
+                                config_.handshake_max_length, config_.handshake_timeout, &error,
+                                config_.auth_token);
+  if (!answer.ok()) {
+    return refuse(answer.status(), "its owner at " + owner + " (" + rpc_key +
+                                       ") does not serve it: " + error);
+  }
+  Result<metadata::SegmentDesc> live = metadata::decode_segment(*answer, &error);
+  if (!live.ok()) return refuse(Status::BadData, "the answer of " + owner + ": " + error);
+  if (live->generation != stored.generation) {
+    MC_LOG(warn) << "transfer engine: openSegment('" << name << "'): the descriptor in "
+                 << store_->url() << " (generation " << stored.generation
+                 << ") is not the one its owner at " << owner << " serves (generation "
+                 << live->generation << "): stale or another engine's; the owner's is used";
+  }
+  return live;
 }
 
 SegmentHandle TransferEngine::Impl::open_segment(const std::string& name) {

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -143,6 +144,8 @@ class TransferEngine::Impl {
   Result<std::string> describe(const std::string& name, std::string* error);
   metadata::SegmentDesc local_desc_locked() const;
   Result<metadata::SegmentDesc> fetch_segment(const std::string& name, std::string* file_json);
+  Result<metadata::SegmentDesc> checked_with_owner(const std::string& name,
+                                                   const metadata::SegmentDesc& stored);
   void shutdown();
 
   // engine_paths.cc
@@ -170,7 +173,14 @@ class TransferEngine::Impl {
   bool validate_file_staging_locked(const TransferRequest& req, Task* task, std::string* why);
   void post_file_staged_locked(Task* task, RemoteSegment& seg);
 
-  // engine_refresh.cc
+  // engine_refresh.cc: publication, who owns the segment name, the refresher
+  Status claim_keys();
+  Status keep_key_locked(const std::string& key, const std::string& value, bool* was_absent);
+  bool ours_locked(const std::string& key, const std::string& value) const;
+  bool owner_answers(const std::string& rpc_value);
+  std::string owner_of(const std::optional<std::string>& rpc_value) const;
+  void lose_name_locked(const std::string& key);
+  void remove_own_keys();
   void start_refresher();
   void stop_refresher();
   void refresh_loop();
@@ -206,7 +216,9 @@ class TransferEngine::Impl {
   std::unique_ptr<te::RpcServer> rpc_;
   std::atomic<bool> initialized_{false};
 
-  std::mutex publish_mu_;  ///< serialises metadata publication (before mu_)
+  std::mutex publish_mu_;  ///< serialises metadata publication (before mu_); guards:
+  std::map<std::string, std::string> published_;  ///< key -> the value this engine put last
+  bool name_lost_ = false;  ///< another engine published the segment name since
   std::mutex open_mu_;     ///< serialises segment lookups (before mu_)
 
   std::mutex refresh_mu_;  ///< guards refresh_stop_ (taken alone)
