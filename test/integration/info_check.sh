@@ -77,6 +77,18 @@ else
 fi
 
 # -b: what configure found; --json: one JSON document per report.
+# Configuration mistakes are named: a module directory that is not there,
+# and transport or device names this process has not.
+MC_MODULE_DIR=/nonexistent/mc-modules "$info" -m > "$tmp/moddir" 2>&1
+expect "MC_MODULE_DIR=/nonexistent: a warning naming it" "$tmp/moddir" \
+  "MC_MODULE_DIR names '/nonexistent/mc-modules': No such file or directory"
+MC_TLS=tcp,bogus MC_NET_DEVICES=lo,nosuchdev "$info" -e loopback > "$tmp/bogus" 2>&1
+expect "MC_TLS=tcp,bogus: 'bogus' named" "$tmp/bogus" "MC_TLS names 'bogus', which this process has not"
+expect "MC_NET_DEVICES=lo,nosuchdev: 'nosuchdev' named" "$tmp/bogus" "MC_NET_DEVICES names 'nosuchdev'"
+MC_TLS=nonexistent "$info" -e loopback > "$tmp/none" 2>&1
+expect "MC_TLS=nonexistent: the error says why nothing is usable" "$tmp/none" \
+  "no transport resource is usable \(MC_TLS names 'nonexistent'"
+
 "$info" -b > "$tmp/b" 2>&1 || fail "mc_info -b exited non-zero"
 expect "mc_info -b: build kind" "$tmp/b" "^#   build_kind: "
 expect "mc_info -b: dependencies" "$tmp/b" "^#   verbs: (found|not found)"

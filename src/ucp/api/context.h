@@ -75,6 +75,11 @@ class Context {
   const std::vector<MdEntry>& mds() const { return mds_; }
   /// Every resource, kept or filtered.
   const std::vector<ResourceInfo>& resources() const { return resources_; }
+  /// What is wrong with MC_TLS, MC_NET_DEVICES and MC_SHM_DEVICES: each
+  /// name they select ("^..." lists leave out, and are not checked) that no
+  /// transport or device of this process has, with the names there are ("":
+  /// nothing). Logged as a warning at create().
+  const std::string& filter_problems() const { return filter_problems_; }
   /// The machine's topology (MC_TOPO_SYSFS_ROOT); null when it could not be read.
   const ucs::Topology* topology() const { return topology_ ? &*topology_ : nullptr; }
   /// NUMA node of device `dev_name`: the transport's answer, else the
@@ -90,11 +95,13 @@ class Context {
   Context() = default;
   void add_md(uct::Component* component, const std::string& md_name);
   std::string filter_reason(const uct::TlResource& tl) const;
+  void check_filters(const std::vector<std::string>& transports);
 
   ContextConfig config_;
   ucs::config::Sources sources_;
   std::vector<MdEntry> mds_;
   std::vector<ResourceInfo> resources_;
+  std::string filter_problems_;
   std::optional<ucs::Topology> topology_;
   mutable RemoteRegions remote_regions_;
 };

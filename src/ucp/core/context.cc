@@ -2,10 +2,14 @@
 // Context: components, memory domains, resources and their filters.
 #include "ucp/api/context.h"
 
+#include <algorithm>
+
 #include "ucs/log/log.h"
 #include "uct/base/component_loader.h"
 
 namespace mc::ucp {
+
+namespace cfg = ucs::config;
 
 Result<std::unique_ptr<Context>> Context::create(const ContextParams& params) {
   register_ucp_config_tables(ucs::config::Registry::instance());
@@ -27,13 +31,17 @@ Result<std::unique_ptr<Context>> Context::create(const ContextParams& params) {
     MC_ASSIGN_OR_RETURN(ctx->config_, ucs::config::read_table<ContextConfig>(context_config_table(),
                                                                              ctx->sources_));
   }
+  std::vector<std::string> transports;  // every component's and resource's name
   for (uct::Component* component : uct::load_components()) {
+    transports.push_back(component->name());
     for (const std::string& md_name : component->md_names()) ctx->add_md(component, md_name);
   }
   for (uct::Component* component : params.components) {
     component->register_config(ucs::config::Registry::instance());
+    transports.push_back(component->name());
     for (const std::string& md_name : component->md_names()) ctx->add_md(component, md_name);
   }
+  ctx->check_filters(transports);
   // The topology ranks rails by NUMA node; without it there is no preference.
   Result<ucs::Topology> topo = ucs::Topology::discover(ctx->sources_);
   if (topo.ok()) {
@@ -89,6 +97,46 @@ std::string Context::filter_reason(const uct::TlResource& tl) const {
     return "filtered by MC_SHM_DEVICES=" + value_of("SHM_DEVICES");
   }
   return "";
+}
+
+void Context::check_filters(const std::vector<std::string>& transports) {
+  std::vector<std::string> tls = transports, net, shm;
+  for (const ResourceInfo& r : resources_) {
+    tls.push_back(r.tl.tl_name);
+    if (r.tl.dev_type == uct::DeviceType::Net) net.push_back(r.tl.dev_name);
+    if (r.tl.dev_type == uct::DeviceType::Shm) shm.push_back(r.tl.dev_name);
+  }
+  auto join = [](std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out.empty() ? std::string("none") : out;
+  };
+  std::string problems;
+  auto check = [&](const char* var, const cfg::AllowList& list, const std::vector<std::string>& known,
+                   auto matches) {
+    // Leaving out what is not there is harmless ("^cuda_copy" without CUDA).
+    if (list.negate) return;
+    for (const std::string& item : list.items) {
+      if (cfg::to_lower(item) == "all") continue;
+      const bool found = std::any_of(known.begin(), known.end(),
+                                     [&](const std::string& k) { return matches(item, k); });
+      if (found) continue;
+      problems += std::string(problems.empty() ? "" : "; ") + var + " names '" + item +
+                  "', which this process has not (it has: " + join(known) + ")";
+    }
+  };
+  check("MC_TLS", config_.tls, tls, [](const std::string& item, const std::string& tl) {
+    const std::string lower = cfg::to_lower(item);
+    return lower == "shm" || lower == "net" || tl_allowed(cfg::AllowList{false, {item}}, tl);
+  });
+  check("MC_NET_DEVICES", config_.net_devices, net,
+        [](const std::string& item, const std::string& dev) { return item == dev; });
+  check("MC_SHM_DEVICES", config_.shm_devices, shm,
+        [](const std::string& item, const std::string& dev) { return item == dev; });
+  if (!problems.empty()) MC_LOG(warn) << "ucp: " << problems;
+  filter_problems_ = std::move(problems);
 }
 
 void Context::print(std::ostream& os) const {

@@ -116,7 +116,11 @@ Status Worker::open_ifaces() {
     local_.push_back(std::move(local));
   }
   if (ifaces_.empty()) {
-    MC_LOG(error) << "ucp: no transport resource is usable (see MC_TLS and mc_info -d)";
+    const std::string& problems = context_->filter_problems();
+    MC_LOG(error) << "ucp: no transport resource is usable ("
+                  << (problems.empty() ? std::string("see MC_TLS and mc_info -d")
+                                       : problems + "; see mc_info -d")
+                  << ")";
     return Status::NoDevice;
   }
   return Status::Ok;

@@ -7,12 +7,14 @@
 #include <link.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "ucs/config/sources.h"
 #include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
 
 namespace mc::ucs {
 
@@ -177,6 +179,15 @@ ModuleLoader& ModuleLoader::instance() {
     if (sources.ok()) {
       Result<ModuleConfig> read = config::read_table<ModuleConfig>(module_config_table(), *sources);
       if (read.ok()) cfg = std::move(*read);
+      for (const std::string& dir : cfg.dirs) {
+        struct stat st{};
+        const bool found = stat(dir.c_str(), &st) == 0;
+        if (!found || !S_ISDIR(st.st_mode)) {
+          MC_LOG(warn) << "MC_MODULE_DIR names '" << dir << "': "
+                       << (found ? std::string("not a directory") : errno_string(errno))
+                       << "; no module is loaded from it";
+        }
+      }
     } else {
       MC_LOG(error) << error;
     }

@@ -3,6 +3,8 @@
 // the reason kept.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "ucp/api/context.h"
 
 namespace mc::ucp::test {
@@ -104,6 +106,44 @@ TEST(UcpConfig, NetDevicesFilter) {
       EXPECT_NE(r.reason.find("MC_NET_DEVICES"), std::string::npos) << r.reason;
     }
   }
+}
+
+// A name in MC_TLS, MC_NET_DEVICES or MC_SHM_DEVICES that this process
+// has no transport or device of is named, with the names there are; the
+// others are not.
+TEST(UcpConfig, UnknownTransportsAndDevicesAreNamed) {
+  auto problems = [](const std::map<std::string, std::string>& vars) {
+    Result<cfg::Sources> sources = cfg::Sources::from(vars, {});
+    EXPECT_TRUE(sources.ok());
+    ContextParams params;
+    params.sources = &*sources;
+    Result<std::unique_ptr<Context>> ctx = Context::create(params);
+    EXPECT_TRUE(ctx.ok());
+    return ctx.ok() ? (*ctx)->filter_problems() : std::string("no context");
+  };
+  const std::string bogus = problems({{"MC_TLS", "tcp,bogus"}});
+  EXPECT_NE(bogus.find("MC_TLS names 'bogus', which this process has not (it has: "),
+            std::string::npos)
+      << bogus;
+  EXPECT_NE(bogus.find("tcp"), std::string::npos) << "the names there are: " << bogus;
+  EXPECT_EQ(bogus.find("'tcp'"), std::string::npos) << bogus;
+  const std::string dev = problems({{"MC_NET_DEVICES", "lo,nosuchdev"}});
+  EXPECT_NE(dev.find("MC_NET_DEVICES names 'nosuchdev'"), std::string::npos) << dev;
+  EXPECT_NE(dev.find("lo"), std::string::npos) << dev;
+  EXPECT_NE(problems({{"MC_SHM_DEVICES", "nosuchshm"}}).find("MC_SHM_DEVICES names 'nosuchshm'"),
+            std::string::npos);
+  EXPECT_EQ(problems({{"MC_TLS", "^not_here,tcp"}}), "") << "leaving out what is absent is fine";
+  EXPECT_EQ(problems({{"MC_TLS", "shm,net,self"}}), "");
+  EXPECT_EQ(problems({}), "");
+
+  // Nothing usable: the worker's error says why.
+  Result<cfg::Sources> sources = cfg::Sources::from({{"MC_TLS", "nonexistent"}}, {});
+  ASSERT_TRUE(sources.ok());
+  ContextParams params;
+  params.sources = &*sources;
+  Result<std::unique_ptr<Context>> ctx = Context::create(params);
+  ASSERT_TRUE(ctx.ok());
+  EXPECT_NE((*ctx)->filter_problems().find("MC_TLS names 'nonexistent'"), std::string::npos);
 }
 
 }  // namespace
