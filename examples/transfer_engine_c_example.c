@@ -46,7 +46,7 @@ static int transfer(mc_te_t* te, mc_te_segment_id_t seg, uint64_t remote, uint8_
       if (st.status == MC_TE_WAITING || st.status == MC_TE_PENDING) nanosleep(&pause, NULL);
     } while (rc == 0 && (st.status == MC_TE_WAITING || st.status == MC_TE_PENDING));
     if (rc == 0 && st.status != MC_TE_COMPLETED) {
-      fprintf(stderr, "task %zu ended in state %d\n", i, (int)st.status);
+      fprintf(stderr, "task %zu ended %s\n", i, mc_te_task_status_name(st.status));
       rc = 1;
     }
   }

@@ -77,7 +77,7 @@ size_t wait_batch(mc::TransferEngine& engine, mc::BatchID batch, size_t tasks) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     if (st.s != mc::COMPLETED) {
-      std::fprintf(stderr, "task %zu ended in state %d\n", t, static_cast<int>(st.s));
+      std::fprintf(stderr, "task %zu ended %s\n", t, mc::task_status_name(st.s));
       ++bad;
     }
   }

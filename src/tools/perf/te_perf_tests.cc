@@ -108,7 +108,10 @@ void print_te_usage(FILE* out) {
       "     --metadata_server <s>    metadata service (%s; or http://, etcd://, redis://)\n"
       "     --segment_id <name>      the target's segment: its ip:port under\n"
       "                              P2PHANDSHAKE, as the target prints it\n"
-      "     --local_server_name <n>  host[:port] peers reach this engine at (hostname)\n"
+      "     --local_server_name <n>  host[:port] peers reach this engine at (hostname);\n"
+      "                              with a metadata server, also the segment name, which\n"
+      "                              one engine owns: a second engine of the same name is\n"
+      "                              refused, naming the first\n"
       "     --batch_size <n>         requests per batch (%llu)\n"
       "     --block_size <bytes>     bytes per request (%llu)\n"
       "     --threads <n>            submitting threads of the initiator (%llu)\n"
@@ -264,8 +267,8 @@ bool run_batch(TransferEngine& engine, const std::vector<TransferRequest>& reqs)
       std::this_thread::yield();
     }
     if (st.s != COMPLETED) {
-      std::fprintf(stderr, "mc_perftest: task %zu of a batch ended in state %d\n", task,
-                   static_cast<int>(st.s));
+      std::fprintf(stderr, "mc_perftest: task %zu of a batch ended %s\n", task,
+                   task_status_name(st.s));
       ok = false;
     }
   }

@@ -207,16 +207,19 @@ void TransferEngine::Impl::fail_posting_locked(Task* task, Status status, uint64
   task->entry.reset();
   task->requests.clear();
   task->attempts++;
+  auto it = segments_.find(task->req.target_id);
+  const std::string segment = "segment '" + (it != segments_.end() ? it->second->name : "?") +
+                              "' (handle " + std::to_string(task->req.target_id) + ")";
   if (status == Status::Timeout || now >= task->deadline_ns) {
-    MC_LOG(warn) << "transfer engine: task to segment " << task->req.target_id << " timed out ("
-                 << status << ")";
+    MC_LOG(warn) << "transfer engine: task to " << segment << " timed out after "
+                 << task->attempts << " attempts (" << status << ")";
     finish_locked(task, TIMEOUT);
   } else if (task->attempts > retry_cnt_) {
-    MC_LOG(error) << "transfer engine: task to segment " << task->req.target_id << " failed after "
+    MC_LOG(error) << "transfer engine: task to " << segment << " failed after "
                   << task->attempts << " attempts: " << status;
     finish_locked(task, FAILED);
   } else {
-    MC_LOG(debug) << "transfer engine: task to segment " << task->req.target_id << " attempt "
+    MC_LOG(debug) << "transfer engine: task to " << segment << " attempt "
                   << task->attempts << " failed (" << status << "); retrying";
     task->status = WAITING;
     task->first_error = Status::Ok;
@@ -324,11 +327,15 @@ void TransferEngine::Impl::progress_loop() {
     // With work in flight that completed something in the last 200 us, poll
     // on, yielding to the threads that serve the transports (tcp's): a sleep
     // held every completion until it ended. Otherwise sleep until new work,
-    // briefly when something is in flight (a stalled peer costs no CPU); the
-    // worker is still progressed every millisecond for the transports'
-    // target-side service.
-    if (!busy || now - last_events_ns > 200000) {
-      wake_.wait_for(lock, busy ? std::chrono::microseconds(50) : std::chrono::milliseconds(1));
+    // briefly when something is in flight, longer the longer nothing
+    // completed (a sixteenth of that quiet time, 50 us to 1 ms: a stopped
+    // peer costs next to no CPU until the tasks' deadline); the worker is
+    // still progressed every millisecond for the transports' target-side
+    // service.
+    const uint64_t quiet_ns = now - last_events_ns;
+    if (!busy || quiet_ns > 200000) {
+      const uint64_t wait_ns = busy ? std::clamp<uint64_t>(quiet_ns / 16, 50000, 1000000) : 1000000;
+      wake_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
     } else {
       lock.unlock();
       std::this_thread::yield();

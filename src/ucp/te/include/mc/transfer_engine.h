@@ -45,6 +45,13 @@ struct TransferRequest {
 /// FAILED, TIMEOUT (or INVALID, decided at submit time, before anything moves).
 enum TaskStatus { WAITING, PENDING, INVALID, CANCELED, COMPLETED, TIMEOUT, FAILED };
 
+/// The state's name, "COMPLETED" for COMPLETED; "unknown" for a value out of range.
+inline const char* task_status_name(TaskStatus s) {
+  constexpr const char* kNames[] = {"WAITING",   "PENDING", "INVALID", "CANCELED",
+                                    "COMPLETED", "TIMEOUT", "FAILED"};
+  return s >= WAITING && s <= FAILED ? kNames[s] : "unknown";
+}
+
 struct TransferStatus {
   TaskStatus s;
   size_t transferred;  ///< a lower bound of the bytes that arrived

@@ -35,6 +35,14 @@ typedef enum mc_te_task_status {
   MC_TE_FAILED = 6
 } mc_te_task_status_t;
 
+/// The state's name, "MC_TE_COMPLETED" for MC_TE_COMPLETED; "unknown" out of range.
+static inline const char* mc_te_task_status_name(mc_te_task_status_t s) {
+  static const char* const names[] = {"MC_TE_WAITING",   "MC_TE_PENDING", "MC_TE_INVALID",
+                                      "MC_TE_CANCELED",  "MC_TE_COMPLETED", "MC_TE_TIMEOUT",
+                                      "MC_TE_FAILED"};
+  return (int)s >= 0 && (int)s <= 6 ? names[s] : "unknown";
+}
+
 typedef struct mc_te_request {
   int opcode;                    ///< MC_TE_READ: remote -> source; MC_TE_WRITE: source -> remote
   void* source;                  ///< local buffer
