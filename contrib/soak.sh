@@ -6,14 +6,23 @@
 # them: a target SIGKILLed and restarted under the same name, a target
 # SIGSTOPped and resumed, and, when network namespaces can be made, a rail
 # set down or 30% of its packets dropped (two rails, tcp on both).
-#   contrib/soak.sh [SECONDS (default 600)] [BUILD_DIR (default build)]
+#   contrib/soak.sh [--adversarial] [SECONDS (default 600)] [BUILD_DIR (default build)]
 #   SOAK_PEERS=N (default 3), SOAK_SEED=N
+# --adversarial adds hostile load beside the transfers: the targets run with
+# a low file-descriptor limit (SOAK_FD_LIMIT, default 160), and an attacker
+# in the initiators' namespace keeps SOAK_SLOW_CLIENTS (default 300) silent
+# and trickling connections (one byte a second, never a whole request) open
+# to every port the targets listen on (the RPC listener and the tcp
+# transport's), opening new ones as the targets close them; it reports how
+# many it opened, how many were refused, and how many the targets closed.
 # Prints transfers done, bytes checked, faults injected and errors by type;
 # exits non-zero on corruption (a wrong byte or canary), an initiator that
 # died or made no progress for 3 deadlines, or a leak (file descriptors or
 # RSS of the long-lived initiators grown between warm-up and the end).
 set -u
 
+adversarial=no
+if [ "${1:-}" = --adversarial ]; then adversarial=yes; shift; fi
 duration=${1:-600}
 top=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${2:-$top/build}
@@ -29,6 +38,7 @@ declare -a tpid ipid in_t in_i
 netns=no
 
 cleanup() {
+  [ -n "${attacker_pid:-}" ] && kill -KILL "$attacker_pid" 2>/dev/null
   for p in "${ipid[@]}" "${tpid[@]}"; do
     [ -n "$p" ] && kill -CONT "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null
   done
@@ -62,12 +72,16 @@ else
   in_i=()
 fi
 
+fd_limit=${SOAK_FD_LIMIT:-160}
+[ $adversarial = yes ] || fd_limit=$(ulimit -n)
+
 start_target() {  # start_target I
   local i=$1 n
   n=$(grep -c '^READY' "$tmp/t$i.out" 2>/dev/null)
-  # Not through a function: $! must be the peer itself (ip netns exec execs).
-  "${in_t[@]}" "$peer" --mode target --local "$tip:$((16300 + i))" --buffer-size 4m \
-    >> "$tmp/t$i.out" 2>> "$tmp/t$i.err" &
+  # Not through a function: $! must be the peer itself (ip netns exec and
+  # prlimit exec it).
+  "${in_t[@]}" prlimit --nofile="$fd_limit" "$peer" --mode target --local "$tip:$((16300 + i))" \
+    --buffer-size 4m >> "$tmp/t$i.out" 2>> "$tmp/t$i.err" &
   tpid[$i]=$!
   for _ in $(seq 1 100); do
     [ "$(grep -c '^READY' "$tmp/t$i.out")" -gt "${n:-0}" ] && return 0
@@ -86,9 +100,53 @@ for i in $(seq 0 $((peers - 1))); do
   ipid[$i]=$!
 done
 
+# The attacker: every second, tops up its connections to each port the
+# targets listen on to SOAK_SLOW_CLIENTS in all, and sends one byte on half
+# of them; counts what it opened, what was refused and what was closed on it.
+attacker() {
+  local want=${SOAK_SLOW_CLIENTS:-300} opened=0 refused=0 closed=0 round=0 port fd
+  local -a fds=() ports
+  trap 'echo "attacker: opened $opened, refused $refused, closed by the targets $closed"; exit 0' TERM
+  trap '' PIPE  # a write to a connection the target closed fails, and is counted
+  while :; do
+    ports=()
+    for port in $("${in_t[@]}" ss -Hltnp 2>/dev/null | awk '/te_fault_peer/ { n = split($4, a, ":"); print a[n] }' | sort -u); do
+      ports+=("$port")
+    done
+    if [ ${#ports[@]} -gt 0 ]; then
+      local -a alive=()
+      for fd in "${fds[@]}"; do
+        # A byte on odd rounds for half of them; a failed write: closed on us.
+        if [ $((fd % 2)) -eq $((round % 2)) ] && ! { printf x >&"$fd"; } 2>/dev/null; then
+          exec {fd}>&- 2>/dev/null; closed=$((closed + 1)); continue
+        fi
+        alive+=("$fd")
+      done
+      fds=("${alive[@]}")
+      while [ ${#fds[@]} -lt "$want" ]; do
+        port=${ports[$((RANDOM % ${#ports[@]}))]}
+        if exec {fd}<>"/dev/tcp/$tip/$port" 2>/dev/null; then
+          fds+=("$fd"); opened=$((opened + 1))
+        else
+          refused=$((refused + 1)); break
+        fi
+      done
+    fi
+    round=$((round + 1))
+    sleep 1
+  done
+}
+
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 ok_rounds() { grep -c ' ok ' "$tmp/i$1.out"; }
+
+attacker_pid=
+if [ $adversarial = yes ]; then
+  "${in_i[@]}" bash -c "$(declare -f attacker); tip=$tip; in_t=(${in_t[*]}); attacker" \
+    > "$tmp/attacker.out" 2>&1 &
+  attacker_pid=$!
+fi
 
 declare -A faults
 faults=([kill_restart]=0 [stop_cont]=0 [link_down]=0 [loss]=0)
@@ -97,7 +155,7 @@ start=$SECONDS
 warm=$((start + duration / 5))
 warmed=no
 status=0
-echo "soak: $peers targets, $peers initiators, ${duration}s, namespaces: $netns"
+echo "soak: $peers targets, $peers initiators, ${duration}s, namespaces: $netns, adversarial: $adversarial$([ $adversarial = yes ] && echo " (targets' fd limit $fd_limit, ${SOAK_SLOW_CLIENTS:-300} slow clients)")"
 while [ $((SECONDS - start)) -lt "$duration" ]; do
   sleep $((3 + RANDOM % 6))
   [ $((SECONDS - start)) -ge "$duration" ] && break
@@ -146,6 +204,9 @@ if [ $warmed = yes ]; then
     [ "$r" -gt $((rss0[$i] + 65536)) ] && leak=yes
   done
 fi
+if [ -n "$attacker_pid" ]; then
+  kill -TERM "$attacker_pid" 2>/dev/null; wait "$attacker_pid" 2>/dev/null
+fi
 touch "$tmp/stop"
 for i in "${!ipid[@]}"; do
   timeout $deadline tail --pid="${ipid[$i]}" -f /dev/null || { echo "soak: initiator $i did not stop"; status=1; }
@@ -174,6 +235,7 @@ echo "bytes checked: $bytes"
 echo "faults injected: kill+restart ${faults[kill_restart]}, stop/cont ${faults[stop_cont]}, link down ${faults[link_down]}, loss ${faults[loss]}"
 echo "errors by type: rounds failed $(cat "$tmp"/i*.out | grep -c ' failed '), tasks FAILED $(sum failed), TIMEOUT $(sum timeout), other $(sum other), corruption $corrupt"
 echo "leak: $leak"
+[ $adversarial = yes ] && echo "hostile load: $(tail -n 1 "$tmp/attacker.out")"
 if [ "$corrupt" -ne 0 ]; then grep -h corruption "$tmp"/i*.out "$tmp"/t*.out; status=1; fi
 [ $leak = yes ] && status=1
 [ "$ok" -eq 0 ] && { echo "soak: no round completed"; status=1; }
