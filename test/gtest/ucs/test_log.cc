@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Logging: MC_LOG_LEVEL parsing and its mapping onto glog.
+// Logging: MC_LOG_LEVEL parsing and its mapping onto glog; the rate limiter.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "ucs/log/log.h"
+#include "ucs/log/rate_limiter.h"
 
 namespace mc::ucs::config {
 namespace {
@@ -31,6 +36,60 @@ TEST(Log, LevelIsReadFromTheTable) {
                               &error);
   EXPECT_EQ(cfg.status(), Status::InvalidParam);
   EXPECT_NE(error.find("MC_LOG_LEVEL"), std::string::npos);
+}
+
+TEST(LogRateLimiter, LogsOncePerIntervalAndCountsWhatItHeldBack) {
+  using namespace std::chrono_literals;
+  RateLimiter limiter(1s);
+  const RateLimiter::Clock::time_point t0{};
+  RateLimiter::Verdict v = limiter.check(t0);
+  EXPECT_TRUE(v.log);
+  EXPECT_EQ(v.suppressed, 0u);
+  for (int i = 1; i <= 1000; ++i) {
+    EXPECT_FALSE(limiter.check(t0 + i * 500us).log) << i;
+  }
+  v = limiter.check(t0 + 1s);
+  EXPECT_TRUE(v.log);
+  EXPECT_EQ(v.suppressed, 1000u);
+  EXPECT_FALSE(limiter.check(t0 + 1500ms).log);
+  // A quiet spell: the next event is logged at once, naming the one held back.
+  v = limiter.check(t0 + 60s);
+  EXPECT_TRUE(v.log);
+  EXPECT_EQ(v.suppressed, 1u);
+  EXPECT_EQ(v.note(), " (1 more since the last report)");
+  v = limiter.check(t0 + 62s);
+  EXPECT_TRUE(v.log);
+  EXPECT_EQ(v.suppressed, 0u);
+  EXPECT_EQ(v.note(), "");
+}
+
+TEST(LogRateLimiter, BurstLetsThatManyThroughPerInterval) {
+  using namespace std::chrono_literals;
+  RateLimiter limiter(100ms, 3);
+  const RateLimiter::Clock::time_point t0{};
+  int logged = 0;
+  for (int i = 0; i < 10; ++i) logged += limiter.check(t0 + i * 1ms).log;
+  EXPECT_EQ(logged, 3);
+  RateLimiter::Verdict v = limiter.check(t0 + 100ms);
+  EXPECT_TRUE(v.log);
+  EXPECT_EQ(v.suppressed, 7u);
+}
+
+TEST(LogRateLimiter, CountsEveryEventAcrossThreads) {
+  RateLimiter limiter(std::chrono::hours(1));
+  std::atomic<uint64_t> logged{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10000; ++i) logged += limiter.check().log;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(logged.load(), 1u);
+  // Everything held back is reported by the next logged event.
+  RateLimiter::Verdict v = limiter.check(RateLimiter::Clock::now() + std::chrono::hours(2));
+  EXPECT_TRUE(v.log);
+  EXPECT_EQ(v.suppressed, 39999u);
 }
 
 }  // namespace
