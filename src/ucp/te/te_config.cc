@@ -20,7 +20,9 @@ const cfg::Table& te_config_table() {
                   "accepts; a longer one is refused with an error naming both sizes.",
                   &TeConfig::handshake_max_length, cfg::size_parser(256, size_t{1} << 30)),
        cfg::field("HANDSHAKE_TIMEOUT", "5s",
-                  "Bound on one handshake with a peer's RPC listener, connection included.",
+                  "Bound on one handshake with a peer's RPC listener, connection included; "
+                  "also the time the RPC listener gives a connection, from its accept, to send "
+                  "its whole request and take the reply.",
                   &TeConfig::handshake_timeout, cfg::time_parser()),
        cfg::field("ENDPOINT_STORE_TYPE", "SIEVE",
                   "Eviction policy of the cache of open endpoints: SIEVE or FIFO.",
@@ -39,7 +41,15 @@ const cfg::Table& te_config_table() {
                   "Shared secret: when set, the RPC listener refuses (and logs) a handshake that "
                   "does not carry the same token, and this engine sends it to its peers. Sent "
                   "in clear text; it gates the segment descriptor, not the data path.",
-                  &TeConfig::auth_token, cfg::string_parser())});
+                  &TeConfig::auth_token, cfg::string_parser()),
+       cfg::field("RPC_MAX_PENDING", "64",
+                  "Connections the RPC listener keeps open while their handshake is not done; "
+                  "one more closes the oldest (served first if its request is whole), so that "
+                  "silent or slow clients cannot shut out a good one.",
+                  &TeConfig::rpc_max_pending, cfg::uint_parser(1, 65536)),
+       cfg::field("RPC_MAX_PENDING_PER_PEER", "16",
+                  "The same bound for the connections from one IP address.",
+                  &TeConfig::rpc_max_pending_per_peer, cfg::uint_parser(1, 65536))});
   return table;
 }
 

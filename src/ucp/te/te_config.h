@@ -26,6 +26,8 @@ struct TeConfig {
   uint64_t max_ep_per_ctx = 256;                                     ///< MC_MAX_EP_PER_CTX
   std::string rpc_bind_addr;                                         ///< MC_RPC_BIND_ADDR
   std::string auth_token;                                            ///< MC_AUTH_TOKEN
+  uint64_t rpc_max_pending = 64;                                     ///< MC_RPC_MAX_PENDING
+  uint64_t rpc_max_pending_per_peer = 16;  ///< MC_RPC_MAX_PENDING_PER_PEER
 };
 
 const ucs::config::Table& te_config_table();

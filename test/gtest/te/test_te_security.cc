@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The Transfer Engine's RPC listener against hostile clients (truncated,
-// foreign, oversized and malformed requests, each followed by a good one),
+// foreign, oversized and malformed requests, each followed by a good one; a
+// huge segment name that must not be echoed whole),
 // the shared secret MC_AUTH_TOKEN (listener and two real processes) and the
 // bind address MC_RPC_BIND_ADDR.
 #include <arpa/inet.h>
@@ -12,6 +13,7 @@
 
 #include <random>
 
+#include "common/log_capture.h"
 #include "te/te_test_util.h"
 #include "ucp/te/handshake.h"
 #include "ucp/te/rpc_server.h"
@@ -74,6 +76,7 @@ int outcome(int fd) {
 }
 
 TEST(TeRpcHostile, MalformedTruncatedForeignAndOversizedRequests) {
+  mc::test::LogCapture log;
   auto server = start_server("127.0.0.1", "");
   ASSERT_NE(server, nullptr);
   const uint16_t port = server->port();
@@ -140,6 +143,58 @@ TEST(TeRpcHostile, MalformedTruncatedForeignAndOversizedRequests) {
     ASSERT_TRUE(good.ok()) << "after " << c.what << ": " << why;
     EXPECT_EQ(*good, "{\"ok\":1}");
   }
+  // Every warning names the peer it is about.
+  size_t warnings = 0;
+  for (const std::string& line : log.lines()) {
+    if (line.find("rpc listener") == std::string::npos) continue;
+    ++warnings;
+    EXPECT_NE(line.find("127.0.0.1:"), std::string::npos) << line;
+  }
+  EXPECT_GT(warnings, 0u);
+}
+
+// A segment name as long as a request may be (MC_HANDSHAKE_MAX_LENGTH) is
+// not echoed whole in the error reply: the reply is cut to a small bound,
+// keeping both ends of the text. Before, it came back larger than the
+// limit, and the client refused it as oversized.
+TEST(TeRpcHostile, HugeSegmentNameGetsAShortErrorReply) {
+  RpcServer::Params p;
+  p.bind_ip = "127.0.0.1";
+  p.min_port = 20000;
+  p.max_port = 40000;
+  p.max_length = 1 << 20;
+  p.io_timeout = std::chrono::seconds(20);
+  auto s = RpcServer::start(p, [](const std::string& name, std::string* error) {
+    *error = "no segment '" + name + "' here (this is 'seg')";
+    return Result<std::string>(Status::NoElem);
+  });
+  ASSERT_TRUE(s.ok());
+  const int fd = raw_connect((*s)->port());
+  ASSERT_GE(fd, 0);
+  const std::vector<uint8_t> req = encode_frame(kGetSegment, std::string(p.max_length, 'n'));
+  std::string why;
+  ASSERT_EQ(send_all(fd, req.data(), req.size(), ucs::monotonic_ns() + kWaitNs, &why), Status::Ok)
+      << why;
+  uint8_t hdr[kHandshakeHeaderSize];
+  ASSERT_EQ(recv_all(fd, hdr, sizeof(hdr), ucs::monotonic_ns() + kWaitNs, &why), Status::Ok) << why;
+  Result<FrameHeader> h = decode_frame_header(hdr, 4 << 20, &why);
+  ASSERT_TRUE(h.ok()) << why;
+  EXPECT_EQ(-static_cast<int>(h->code), static_cast<int>(Status::NoElem));
+  ASSERT_LE(h->length, kRpcMaxErrorText);
+  ASSERT_LT(h->length, p.max_length);
+  std::string text(h->length, '\0');
+  ASSERT_EQ(recv_all(fd, text.data(), text.size(), ucs::monotonic_ns() + kWaitNs, &why), Status::Ok)
+      << why;
+  EXPECT_TRUE(text.starts_with("no segment 'nnn")) << text;
+  EXPECT_NE(text.find("bytes cut"), std::string::npos) << text;
+  EXPECT_TRUE(text.ends_with("' here (this is 'seg')")) << text;
+  ::close(fd);
+  // The client's side: a short error naming the cause, not an oversized reply.
+  EXPECT_EQ(handshake_get_segment("127.0.0.1", (*s)->port(), std::string(p.max_length - 64, 'n'),
+                                  p.max_length, std::chrono::seconds(20), &why)
+                .status(),
+            Status::NoElem)
+      << why;
 }
 
 TEST(TeRpcAuth, TokenIsRequiredWhenSet) {
