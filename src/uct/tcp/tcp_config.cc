@@ -100,7 +100,15 @@ const ucs::config::Table& tcp_config_table() {
              "Ports an iface may listen on: 0 for any free port, or a range first-last.",
              &TcpConfig::port_range, port_range_parser()),
        field("LISTEN_BACKLOG", "256", "Backlog of the listening socket of each iface.",
-             &TcpConfig::listen_backlog, ucs::config::uint_parser(1, 65535))});
+             &TcpConfig::listen_backlog, ucs::config::uint_parser(1, 65535)),
+       field("ACCEPT_TIMEOUT", "10s",
+             "Time an accepted connection has to send its hello (the first frame of every "
+             "connection); one still silent then is closed and logged.",
+             &TcpConfig::accept_timeout, ucs::config::time_parser()),
+       field("MAX_PENDING_ACCEPTS", "128",
+             "Accepted connections of an iface that have not sent their hello yet; one more "
+             "closes the oldest, so that silent peers cannot hold descriptors without bound.",
+             &TcpConfig::max_pending_accepts, ucs::config::uint_parser(1, 1u << 20))});
   return table;
 }
 

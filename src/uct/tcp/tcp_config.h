@@ -37,6 +37,8 @@ struct TcpConfig {
   ucs::config::Duration conn_timeout;                 ///< connection establishment deadline
   PortRange port_range;                               ///< listening ports
   uint64_t listen_backlog;                            ///< listen(2) backlog
+  ucs::config::Duration accept_timeout;               ///< an accepted connection's hello deadline
+  uint64_t max_pending_accepts;                       ///< accepted connections without a hello
 };
 
 /// The "tcp transport" table, prefix "TCP_".

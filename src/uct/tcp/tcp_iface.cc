@@ -56,10 +56,21 @@ Status TcpIface::init(const IfaceParams& params) {
     MC_LOG(error) << "tcp: eventfd() failed: " << ucs::errno_string(errno);
     return Status::IoError;
   }
-  MC_ASSIGN_OR_RETURN(listen_fd_,
+  MC_ASSIGN_OR_RETURN(const int listen_fd,
                       listen_socket(dev_.ipv4, config_.port_range,
                                     static_cast<int>(config_.listen_backlog), config_, &port_));
-  MC_RETURN_IF_ERROR(loop_->add_fd(listen_fd_, EPOLLIN, [this](int, uint32_t) { on_accept(); }));
+  TcpListener::Params lp;
+  lp.hello_timeout = config_.accept_timeout;
+  lp.max_pending = config_.max_pending_accepts;
+  listener_ = std::make_unique<TcpListener>(
+      loop_, &lock_, listen_fd, ip_string(dev_.ipv4) + ":" + std::to_string(port_), lp,
+      [this](int fd) { return adopt(fd); },
+      [this](TcpConn& conn) {
+        conn.close_locked(true);
+        conn.clear_tx_locked();
+        forget_locked(conn);
+      });
+  MC_RETURN_IF_ERROR(listener_->start());
   if (own_loop_) MC_RETURN_IF_ERROR(own_loop_->start());
   MC_LOG(debug) << "tcp: iface on " << dev_.name << " listens on " << ip_string(dev_.ipv4) << ":"
                 << port_;
@@ -68,11 +79,8 @@ Status TcpIface::init(const IfaceParams& params) {
 
 TcpIface::~TcpIface() {
   // Stop serving: after this no callback of the listener starts.
-  if (own_loop_) {
-    (void)own_loop_->stop();
-  } else if (listen_fd_ >= 0 && loop_) {
-    (void)loop_->remove_fd(listen_fd_);
-  }
+  if (own_loop_) (void)own_loop_->stop();
+  if (listener_) listener_->stop();
   // Endpoints first: the primaries they leave open join conns_.
   for (TcpEp* ep : std::vector<TcpEp*>(eps_.begin(), eps_.end())) ep->detach();
   std::vector<std::shared_ptr<TcpConn>> left;
@@ -91,10 +99,7 @@ TcpIface::~TcpIface() {
     conns_.clear();
   }
   left.clear();
-  if (listen_fd_ >= 0) {
-    if (own_loop_) (void)own_loop_->remove_fd(listen_fd_);
-    close(listen_fd_);
-  }
+  listener_.reset();  // no callback of it runs: the loop stopped, or the barrier above
   {
     std::lock_guard guard(events_lock_);
     events_.clear();  // only active messages can be left: endpoints took theirs
@@ -105,32 +110,23 @@ TcpIface::~TcpIface() {
   }
 }
 
-void TcpIface::on_accept() {
-  for (;;) {
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      MC_LOG(error) << "tcp: accept on " << ip_string(dev_.ipv4) << ":" << port_
-                    << " failed: " << ucs::errno_string(errno);
-      return;
-    }
-    apply_socket_options(fd, config_, SocketOptions::AllButBuffers);
-    auto conn =
-        std::make_shared<TcpConn>(fd, false, &lock_, conn_handler(), loop_, limits(), peer_name(fd));
-    conn->tx_backlog_limit = kTargetTxBacklog;
-    conn->accepted = true;
-    {
-      std::lock_guard guard(lock_);
-      conns_.emplace(conn.get(), conn);
-    }
-    if (is_error(conn->attach(conn))) {
-      std::lock_guard guard(lock_);
-      conns_.erase(conn.get());
-      continue;
-    }
-    MC_LOG(debug) << "tcp: accepted a connection from " << conn->name();
+std::shared_ptr<TcpConn> TcpIface::adopt(int fd) {
+  apply_socket_options(fd, config_, SocketOptions::AllButBuffers);
+  auto conn =
+      std::make_shared<TcpConn>(fd, false, &lock_, conn_handler(), loop_, limits(), peer_name(fd));
+  conn->tx_backlog_limit = kTargetTxBacklog;
+  conn->accepted = true;
+  {
+    std::lock_guard guard(lock_);
+    conns_.emplace(conn.get(), conn);
   }
+  if (is_error(conn->attach(conn))) {
+    std::lock_guard guard(lock_);
+    conns_.erase(conn.get());
+    return nullptr;
+  }
+  MC_LOG(debug) << "tcp: accepted a connection from " << conn->name();
+  return conn;
 }
 
 uint64_t TcpIface::hello_identity() const {

@@ -18,6 +18,7 @@
 #include "uct/tcp/tcp_conn.h"
 #include "uct/tcp/tcp_device.h"
 #include "uct/tcp/tcp_ep.h"
+#include "uct/tcp/tcp_listener.h"
 #include "uct/tcp/tcp_md.h"
 
 namespace mc::uct::tcp {
@@ -120,7 +121,8 @@ class TcpIface : public Iface, private TcpConnHandler {
  private:
   TcpIface(TcpMd* md, const IfaceParams& params, const TcpConfig& config, NetDevice dev);
   Status init(const IfaceParams& params);
-  void on_accept();
+  /// A connection of a socket the listener accepted; null when it fails.
+  std::shared_ptr<TcpConn> adopt(int fd);
 
   // TcpConnHandler for every connection (tcp_target.cc): the target side,
   // the handshake, and replies handed to the endpoint that sends there.
@@ -151,7 +153,7 @@ class TcpIface : public Iface, private TcpConnHandler {
   ucs::EventLoop* loop_ = nullptr;
   std::unique_ptr<ucs::ThreadSafeMpool> bounce_pool_;
   size_t bounce_max_ = 0;
-  int listen_fd_ = -1;
+  std::unique_ptr<TcpListener> listener_;  ///< the listening socket and the accepted ones
   uint16_t port_ = 0;
 
   // Lock order: lock_ -> events_lock_ (a leaf).
