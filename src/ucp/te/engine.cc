@@ -151,6 +151,8 @@ int TransferEngine::Impl::init(const std::string& conn, const std::string& local
     params.io_timeout = config_.handshake_timeout;
     if (!config_.rpc_bind_addr.empty()) params.bind_ip = config_.rpc_bind_addr;
     params.auth_token = config_.auth_token;
+    params.max_pending = config_.rpc_max_pending;
+    params.max_pending_per_peer = config_.rpc_max_pending_per_peer;
     Result<std::unique_ptr<te::RpcServer>> rpc = te::RpcServer::start(
         params,
         [this](const std::string& name, std::string* error) { return describe(name, error); });
