@@ -154,6 +154,8 @@ class TcpIface : public Iface, private TcpConnHandler {
   std::unique_ptr<ucs::ThreadSafeMpool> bounce_pool_;
   size_t bounce_max_ = 0;
   std::unique_ptr<TcpListener> listener_;  ///< the listening socket and the accepted ones
+  /// Refused puts and gets, which a peer can make repeat: a few lines a second.
+  ucs::RateLimiter refused_log_{std::chrono::seconds(1), 5};
   uint16_t port_ = 0;
 
   // Lock order: lock_ -> events_lock_ (a leaf).

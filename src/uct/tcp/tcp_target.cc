@@ -136,8 +136,10 @@ Status TcpIface::begin_request(TcpConn& conn, const wire::FrameHeader& h, RxSink
       auto region = md_->find_region(h.region_id, h.region_key, h.remote_addr, h.length,
                                      kAccessRemoteWrite, &refused);
       if (!region.ok()) {
-        MC_LOG(warn) << "tcp: refused a put of " << h.length << " bytes from " << conn.name()
-                     << ": " << refused;
+        if (const ucs::RateLimiter::Verdict v = refused_log_.check(); v.log) {
+          MC_LOG(warn) << "tcp: refused a put of " << h.length << " bytes from " << conn.name()
+                       << ": " << refused << v.note();
+        }
         sink->discard = true;
         sink->status = region.status();
         return Status::Ok;
@@ -168,8 +170,10 @@ void TcpIface::serve_get(TcpConn& conn, const wire::FrameHeader& h) {
   auto region = md_->find_region(h.region_id, h.region_key, h.remote_addr, h.get_length,
                                  kAccessRemoteRead, &refused);
   if (!region.ok()) {
-    MC_LOG(warn) << "tcp: refused a get of " << h.get_length << " bytes from " << conn.name()
-                 << ": " << refused;
+    if (const ucs::RateLimiter::Verdict v = refused_log_.check(); v.log) {
+      MC_LOG(warn) << "tcp: refused a get of " << h.get_length << " bytes from " << conn.name()
+                   << ": " << refused << v.note();
+    }
     resp.status = region.status();
     reply(conn, TxFrame(resp));
     return;
