@@ -180,16 +180,18 @@ Status EtcdStore::put_raw(const std::string& key, const std::string& value, int6
   return call("/v3/kv/put", req, &response);
 }
 
-Status EtcdStore::put(const std::string& key, const std::string& value, bool leased) {
+Status EtcdStore::leased_write(const std::string& key, const std::string& value, bool leased,
+                               const std::function<Status(int64_t lease)>& write) {
   int64_t lease = 0;
   if (leased && options_.lease_ttl.count() > 0) MC_RETURN_IF_ERROR(ensure_lease(&lease));
-  Status s = put_raw(key, value, lease);
-  if (is_error(s) && lease != 0 && last_error().find("lease not found") != std::string::npos) {
+  Status s = write(lease);
+  if (is_error(s) && s != Status::Exists && s != Status::NoElem && lease != 0 &&
+      last_error().find("lease not found") != std::string::npos) {
     // The lease expired while etcd could not be reached (or etcd lost it):
-    // replace it now rather than at the next keep-alive, and put again.
+    // replace it now rather than at the next keep-alive, and write again.
     MC_RETURN_IF_ERROR(replace_lease(lease));
     lease = this->lease_id();
-    s = put_raw(key, value, lease);
+    s = write(lease);
   }
   MC_RETURN_IF_ERROR(s);
   std::lock_guard<std::mutex> guard(lease_lock_);
@@ -199,6 +201,11 @@ Status EtcdStore::put(const std::string& key, const std::string& value, bool lea
     leased_.erase(key);
   }
   return Status::Ok;
+}
+
+Status EtcdStore::put(const std::string& key, const std::string& value, bool leased) {
+  return leased_write(key, value, leased,
+                      [&](int64_t lease) { return put_raw(key, value, lease); });
 }
 
 Status EtcdStore::txn_if(const std::string& key, const std::optional<std::string>& expected,
@@ -243,22 +250,9 @@ Status EtcdStore::txn_if(const std::string& key, const std::optional<std::string
 Status EtcdStore::put_if(const std::string& key, const std::string& value,
                          const std::optional<std::string>& expected, bool leased,
                          std::optional<std::string>* current) {
-  int64_t lease = 0;
-  if (leased && options_.lease_ttl.count() > 0) MC_RETURN_IF_ERROR(ensure_lease(&lease));
-  Status s = txn_if(key, expected, &value, lease, current);
-  if (is_error(s) && lease != 0 && last_error().find("lease not found") != std::string::npos) {
-    MC_RETURN_IF_ERROR(replace_lease(lease));
-    lease = this->lease_id();
-    s = txn_if(key, expected, &value, lease, current);
-  }
-  if (s != Status::Ok) return s;
-  std::lock_guard<std::mutex> guard(lease_lock_);
-  if (lease != 0) {
-    leased_[key] = value;
-  } else {
-    leased_.erase(key);
-  }
-  return Status::Ok;
+  return leased_write(key, value, leased, [&](int64_t lease) {
+    return txn_if(key, expected, &value, lease, current);
+  });
 }
 
 Status EtcdStore::remove_if(const std::string& key, const std::string& expected) {

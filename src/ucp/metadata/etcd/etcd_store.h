@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -64,6 +65,11 @@ class EtcdStore final : public StoreBase {
   Status call(const std::string& path, const Json::Value& request, Json::Value* response,
               bool quiet = false);
   Status put_raw(const std::string& key, const std::string& value, int64_t lease);
+  // A put of `value` at `key` by `write` on the store's lease (when `leased`;
+  // a lost lease replaced and the write made again), then `key` kept among
+  // the leased keys or not.
+  Status leased_write(const std::string& key, const std::string& value, bool leased,
+                      const std::function<Status(int64_t lease)>& write);
   // One transaction: when `key` is absent (expected nullopt) or holds
   // `*expected`, puts `value` on `lease` (or deletes the key when `value` is
   // null). Ok when done; else NoElem or Exists with *current.

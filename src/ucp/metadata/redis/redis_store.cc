@@ -209,20 +209,8 @@ class RedisStore final : public StoreBase {
   }
 
   Status put(const std::string& key, const std::string& value, bool leased) override {
-    leased = leased && options_.lease_ttl.count() > 0;
-    {
-      std::lock_guard<std::mutex> guard(lock_);
-      MC_RETURN_IF_ERROR(set_locked(key, value, leased));
-      // Updated under lock_ with the SET, so the refresher never sets a
-      // value older than the one put last, nor a key removed since.
-      if (leased) {
-        leased_[key] = value;
-      } else {
-        leased_.erase(key);
-      }
-    }
-    if (leased) start_refresher();
-    return Status::Ok;
+    return leased_write(key, value, leased,
+                        [&](bool with_ttl) { return set_locked(key, value, with_ttl); });
   }
 
   Status remove(const std::string& key) override {
@@ -237,21 +225,10 @@ class RedisStore final : public StoreBase {
   Status put_if(const std::string& key, const std::string& value,
                 const std::optional<std::string>& expected, bool leased,
                 std::optional<std::string>* current) override {
-    leased = leased && options_.lease_ttl.count() > 0;
-    {
-      std::lock_guard<std::mutex> guard(lock_);
-      const Status s =
-          set_if_locked(key, expected ? "equal" : "absent", expected.value_or(""), value, leased,
-                        current);
-      if (s != Status::Ok) return s;
-      if (leased) {
-        leased_[key] = value;
-      } else {
-        leased_.erase(key);
-      }
-    }
-    if (leased) start_refresher();
-    return Status::Ok;
+    return leased_write(key, value, leased, [&](bool with_ttl) {
+      return set_if_locked(key, expected ? "equal" : "absent", expected.value_or(""), value,
+                           with_ttl, current);
+    });
   }
 
   Status remove_if(const std::string& key, const std::string& expected) override {
@@ -271,6 +248,26 @@ class RedisStore final : public StoreBase {
   std::string url() const override { return url_.shown; }
 
  private:
+  // Writes `value` at `key` with `write(with_ttl)` under lock_, and keeps it
+  // among the leased keys or not in the same critical section, so the
+  // refresher never sets a value older than the one written last, nor a key
+  // removed since.
+  template <typename Write>
+  Status leased_write(const std::string& key, const std::string& value, bool leased, Write write) {
+    leased = leased && options_.lease_ttl.count() > 0;
+    {
+      std::lock_guard<std::mutex> guard(lock_);
+      MC_RETURN_IF_ERROR(write(leased));
+      if (leased) {
+        leased_[key] = value;
+      } else {
+        leased_.erase(key);
+      }
+    }
+    if (leased) start_refresher();
+    return Status::Ok;
+  }
+
   // kSetIfScript: Ok when set, NoElem or Exists (with *current) when not.
   Status set_if_locked(const std::string& key, const char* mode, const std::string& expected,
                        const std::string& value, bool leased,
