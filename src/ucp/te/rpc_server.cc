@@ -57,24 +57,6 @@ std::string printable(const std::string& name) {
   return out;
 }
 
-// accept() errors that say the next accept may work at once (the
-// connection went away, or its pending network error was reported).
-bool accept_retry_now(int err) {
-  switch (err) {
-    case EINTR:
-    case ECONNABORTED:
-    case EPROTO:
-    case ENETDOWN:
-    case ENOPROTOOPT:
-    case EHOSTDOWN:
-    case ENONET:
-    case EHOSTUNREACH:
-    case EOPNOTSUPP:
-    case ENETUNREACH: return true;
-    default: return false;
-  }
-}
-
 // After a recv() that took no bytes: true to wait for more, false (logged)
 // when the connection is over.
 bool recv_would_block(ssize_t n, const std::string& peer) {
@@ -255,7 +237,7 @@ void RpcServer::accept_ready(uint64_t now) {
     if (fd < 0) {
       const int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK) return;
-      if (accept_retry_now(err)) continue;
+      if (ucs::accept_retry_now(err)) continue;
       // Out of descriptors (EMFILE, ENFILE), buffers or memory, or worse:
       // the listening socket stays readable, so polling it again now would
       // spin. The connections wait in the backlog meanwhile.

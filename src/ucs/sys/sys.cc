@@ -150,6 +150,22 @@ Result<uint16_t> find_free_tcp_port() {
   return port;
 }
 
+bool accept_retry_now(int err) {
+  switch (err) {
+    case EINTR:
+    case ECONNABORTED:
+    case EPROTO:
+    case ENETDOWN:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETUNREACH: return true;
+    default: return false;
+  }
+}
+
 std::string errno_string(int err) {
   char buf[256];
   // GNU strerror_r may return a static string instead of filling buf.

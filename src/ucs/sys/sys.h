@@ -54,6 +54,11 @@ Result<uint16_t> find_free_tcp_port();
 /// strerror(err) as a std::string, thread-safe.
 std::string errno_string(int err);
 
+/// Whether an accept() that failed with `err` may be retried at once: the
+/// connection went away, or accept reported its pending network error (not
+/// so for EMFILE, ENFILE, ENOBUFS, ENOMEM: those want a pause).
+bool accept_retry_now(int err);
+
 /// Monotonic time in nanoseconds.
 uint64_t monotonic_ns();
 /// Monotonic time in nanoseconds at the resolution of the kernel's tick

@@ -20,24 +20,6 @@ namespace {
 // the connections already open are served in between.
 constexpr int kAcceptBatch = 64;
 
-// accept() errors after which the next accept may work at once: the
-// connection went away, or accept reported its pending network error.
-bool accept_retry_now(int err) {
-  switch (err) {
-    case EINTR:
-    case ECONNABORTED:
-    case EPROTO:
-    case ENETDOWN:
-    case ENOPROTOOPT:
-    case EHOSTDOWN:
-    case ENONET:
-    case EHOSTUNREACH:
-    case EOPNOTSUPP:
-    case ENETUNREACH: return true;
-    default: return false;
-  }
-}
-
 int64_t ms(std::chrono::nanoseconds d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
@@ -85,7 +67,7 @@ void TcpListener::on_ready() {
     const int fd = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      if (accept_retry_now(errno)) continue;
+      if (ucs::accept_retry_now(errno)) continue;
       pause(errno);
       return;
     }
