@@ -32,6 +32,9 @@ constexpr int kRecvRounds = 16;
 constexpr size_t kMaxSendIov = 64;
 // Frames up to this size are gathered and sent with send().
 constexpr size_t kSmallSend = 256;
+// Reading also watches for the peer's close, which epoll reports while data
+// is still queued: a put read after it is dropped (drop_stale_put_locked).
+constexpr uint32_t kReadEvents = EPOLLIN | EPOLLRDHUP;
 
 }  // namespace
 
@@ -129,7 +132,7 @@ TcpConn::~TcpConn() {
 Status TcpConn::attach(std::shared_ptr<TcpConn> keep) {
   std::lock_guard guard(*lock_);
   if (dead_) return Status::Ok;  // closed before it was watched: nothing to watch
-  events_ = EPOLLIN | (connecting_ ? EPOLLOUT : 0u);
+  events_ = kReadEvents | (connecting_ ? EPOLLOUT : 0u);
   if (keep) {
     return loop_->add_fd(fd_, events_, [keep](int, uint32_t events) { keep->on_events(events); });
   }
@@ -182,6 +185,10 @@ void TcpConn::on_events(uint32_t events) {
   std::lock_guard guard(*lock_);
   if (dead_) return;
   if (std::exchange(kick_, false)) events |= EPOLLIN;
+  if (events & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
+    hung_up_ = true;
+    drop_stale_put_locked();
+  }
   // A hang-up or error is read even when paused: it is reported level-
   // triggered, and the peer is gone anyway.
   if (paused_ && (events & (EPOLLERR | EPOLLHUP))) paused_ = false;
@@ -226,7 +233,7 @@ void TcpConn::finish_connect_locked() {
 
 void TcpConn::update_events_locked() {
   if (dead_) return;
-  const uint32_t want = (paused_ || rx_stalled_ ? 0u : EPOLLIN) |
+  const uint32_t want = (paused_ || rx_stalled_ ? 0u : kReadEvents) |
                         (connecting_ || broken_ || kick_ || !tx_.empty() ? EPOLLOUT : 0u);
   if (want == events_) return;
   if (loop_->modify_fd(fd_, want) == Status::Ok) events_ = want;
@@ -467,6 +474,7 @@ bool TcpConn::consume_locked() {
         return false;
       }
       sink_.total = rx_hdr_.length;
+      drop_stale_put_locked();
       size_t seg_total = 0;
       for (uint32_t i = 0; i < sink_.seg_count; ++i) seg_total += sink_.seg[i].iov_len;
       if (!sink_.discard && seg_total != sink_.total) {
@@ -487,6 +495,20 @@ bool TcpConn::consume_locked() {
     }
   }
   return false;
+}
+
+void TcpConn::drop_stale_put_locked() {
+  if (!hung_up_ || rx_hdr_.op != wire::Op::Put || sink_.discard) return;
+  if (rx_state_ != RxState::Payload && sink_.total == 0) return;
+  // The peer closed (or this side was shut down): it will never read the
+  // put's ack, so it counts the put as failed and may send it again on
+  // another connection. Writing the rest now could land after that copy
+  // completed, into memory its owner has reused.
+  MC_LOG(debug) << "tcp: " << name_ << " hung up; dropping the rest of a put (" << sink_.remaining()
+                << " of " << sink_.total << " bytes)";
+  sink_.discard = true;
+  sink_.region.reset();
+  sink_.status = Status::ConnectionReset;  // the ack, should the peer still read
 }
 
 void TcpConn::end_frame_locked() {

@@ -213,6 +213,8 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   void recv_rounds_locked();
   bool consume_locked();
   void end_frame_locked();
+  /// Once hung up, a put being received writes nothing more.
+  void drop_stale_put_locked();
   void fail_locked(Status status, const std::string& why, bool clean);
   void update_events_locked();
   /// sendmsg() of queued frames from the front; bytes written or -1.
@@ -242,6 +244,7 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   bool kick_ = false;        ///< resumed off the loop thread: EPOLLOUT brings the loop here
   bool rx_stalled_ = false;  ///< reading stopped on tx_backlog_limit; resumes as tx_ drains
   bool in_rx_ = false;       ///< frames sent while receiving wait for one sendmsg at the end
+  bool hung_up_ = false;     ///< the peer closed or the socket was shut down: puts are dropped
   int broken_errno_ = 0;
   uint32_t events_ = 0;  ///< what the loop watches now
   std::deque<TxFrame> tx_;

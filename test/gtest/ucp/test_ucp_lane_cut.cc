@@ -79,8 +79,21 @@ TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
   Result<std::shared_ptr<Request>> r =
       (*ep)->put_nbx(src.data(), n, reinterpret_cast<uintptr_t>(target.data()), **rkey, rp);
   ASSERT_TRUE(r.ok());
-  // Mid-transfer: once the first slice has landed, cut the second device.
-  while (target[0] == 0 && !(*r)->completed()) (*sender)->progress();
+  // Mid-transfer: once each lane's first slice has completed (a lane with
+  // one slice in flight posts its second only then), cut the second device.
+  // Reading the target to tell would race the receiver's writes.
+  const auto posted = [&ep](size_t rail) {
+    return (*ep)->lane_runtime()[(*ep)->lanes().rma_bw_lanes[rail]].rma_bytes;
+  };
+  std::vector<uint64_t> first(2, 0);
+  const auto second_posted = [&] {
+    for (size_t rail = 0; rail < 2; ++rail) {
+      if (first[rail] == 0) first[rail] = posted(rail);
+      if (first[rail] == 0 || posted(rail) == first[rail]) return false;
+    }
+    return true;
+  };
+  while (!second_posted() && !(*r)->completed()) (*sender)->progress();
   ASSERT_FALSE((*r)->completed()) << "the put finished before the cut";
   EXPECT_GT(mc::test::cut_sockets_on(dev_addr), 0) << "no socket on " << dev << " to cut";
   while (!(*r)->completed()) (*sender)->progress();

@@ -7,12 +7,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -24,6 +26,7 @@
 #include <random>
 #include <thread>
 
+#include "common/log_capture.h"
 #include "ucs/async/event_loop.h"
 #include "ucs/config/sources.h"
 #include "ucs/sys/sys.h"
@@ -852,6 +855,120 @@ TEST_F(TcpTest, RefusedAccessIsReportedAndTheConnectionKeepsWorking) {
   auto stale = unpack(rw.packed);
   rw.memh.reset();
   EXPECT_EQ(put(*stale, rw.addr(), &iov), Status::Rejected);
+}
+
+// A flood of refused puts (a region the target never had) costs a few log
+// lines a second, the next one counting those held back; each put still
+// gets its refusal. Before, every refused put logged a line.
+TEST_F(TcpTest, RefusedPutsAreLoggedAtABoundedRate) {
+  auto b = open_iface();
+  ASSERT_NE(b, nullptr);
+  Region target = make_region(4096, kAccessAll);
+  const int fd = raw_connect(*wire::decode_iface_addr(b->iface_address()));
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_hello(fd));
+  const auto refused_put = [&](uint64_t id) {
+    wire::FrameHeader h;
+    h.op = wire::Op::Put;
+    h.length = 64;
+    h.remote_addr = target.addr();
+    h.region_id = 999999;
+    h.req_id = id;
+    std::vector<uint8_t> frame(wire::kHeaderSize + h.length, 7);
+    wire::encode(h, frame.data());
+    return frame;
+  };
+  const auto lines_with = [](mc::test::LogCapture& sink, const std::string& what) {
+    size_t n = 0;
+    for (const std::string& l : sink.lines()) n += l.find(what) != std::string::npos;
+    return n;
+  };
+  mc::test::LogCapture sink;
+  constexpr uint64_t kFlood = 300;
+  std::vector<uint8_t> flood;
+  for (uint64_t id = 1; id <= kFlood; ++id) {
+    const std::vector<uint8_t> f = refused_put(id);
+    flood.insert(flood.end(), f.begin(), f.end());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(write_full(fd, flood.data(), flood.size()));
+  for (uint64_t id = 1; id <= kFlood; ++id) {
+    auto ack = read_header(fd);
+    ASSERT_TRUE(ack.ok()) << "ack " << id;
+    EXPECT_EQ(ack->req_id, id);
+    EXPECT_EQ(ack->status, Status::Rejected);
+  }
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
+  // At most 5 lines in each second the flood took (and the one it began in).
+  const size_t logged = lines_with(sink, "refused a put");
+  EXPECT_GE(logged, 1u);
+  EXPECT_LE(logged, 5u * static_cast<size_t>(seconds.count() + 2)) << sink.text();
+  // Once the window has passed, the next refusal is logged with the count.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  const std::vector<uint8_t> one = refused_put(kFlood + 1);
+  ASSERT_TRUE(write_full(fd, one.data(), one.size()));
+  ASSERT_TRUE(read_header(fd).ok());
+  EXPECT_EQ(lines_with(sink, "more since the last report"), 1u) << sink.text();
+  close(fd);
+}
+
+// A put that the target reads only after its sender hung up is dropped, not
+// written: the sender will never see the ack, counts the put as failed, and
+// may have sent it again on another connection, whose copy could otherwise
+// be overwritten late (UCP re-issues the slices of a cut lane).
+TEST_F(TcpTest, PutReadAfterItsSenderHungUpIsDropped) {
+  auto b = open_iface();
+  ASSERT_NE(b, nullptr);
+  Region target = make_region(4096, kAccessAll);
+  const std::vector<uint8_t> before = target.buf;
+  wire::RkeyPayload key;
+  ASSERT_TRUE(
+      wire::decode_rkey({target.packed.data() + target.packed.size() - wire::kRkeyPayloadSize,
+                         wire::kRkeyPayloadSize},
+                        &key, nullptr));
+  const int fd = raw_connect(*wire::decode_iface_addr(b->iface_address()));
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_hello(fd));
+  const auto put_frame = [&](uint64_t id, size_t off, uint8_t value) {
+    wire::FrameHeader h;
+    h.op = wire::Op::Put;
+    h.length = 1024;
+    h.remote_addr = target.addr() + off;
+    h.region_id = key.id;
+    h.region_key = key.key;
+    h.req_id = id;
+    std::vector<uint8_t> frame(wire::kHeaderSize + h.length, value);
+    wire::encode(h, frame.data());
+    return frame;
+  };
+  // While the sender is there, the put lands and is acknowledged.
+  const std::vector<uint8_t> first = put_frame(1, 0, 0x5a);
+  ASSERT_TRUE(write_full(fd, first.data(), first.size()));
+  auto ack = read_header(fd);
+  ASSERT_TRUE(ack.ok());
+  ASSERT_EQ(ack->status, Status::Ok);
+  EXPECT_EQ(target.buf[0], 0x5a);
+  EXPECT_EQ(target.buf[1023], 0x5a);
+  // The second put and the FIN in one segment (corked until the shutdown),
+  // so the target sees the hang-up before it reads the put.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the target back in its wait
+  const int one = 1;
+  ASSERT_EQ(setsockopt(fd, IPPROTO_TCP, TCP_CORK, &one, sizeof(one)), 0);
+  const std::vector<uint8_t> second = put_frame(2, 1024, 0xa5);
+  ASSERT_TRUE(write_full(fd, second.data(), second.size()));
+  ASSERT_EQ(shutdown(fd, SHUT_WR), 0);
+  // Refused if an ack comes at all, and the target closes the connection.
+  if (wait_readable(fd, 10000)) {
+    auto late = read_header(fd);
+    if (late.ok()) {
+      EXPECT_NE(late->status, Status::Ok);
+    }
+  }
+  EXPECT_TRUE(closed_by_peer(fd));
+  close(fd);
+  EXPECT_TRUE(std::equal(target.buf.begin() + 1024, target.buf.end(), before.begin() + 1024))
+      << "the put read after the hang-up was written";
 }
 
 TEST_F(TcpTest, MalformedFramesCloseOnlyTheirConnection) {
