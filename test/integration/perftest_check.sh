@@ -172,26 +172,35 @@ done
 # target process and an initiator for 1 s (P2PHANDSHAKE); the initiator's
 # result line: a passed data check, bandwidth = block x request rate,
 # request rate = batches x batch / seconds.
-run_te() {
-  local tl=$1 test=$2 block=$3 what="te $1 $2 --block_size $3" out=$tmp/out.te
-  local envs=() rc=0 trc=0 seg= target
-  [ "$tl" = default ] || envs=("MC_TLS=$tl")
+# start_te_target <what> <test> [VAR=value...]: a Transfer Engine target
+# process in the background; sets $target (its pid) and $seg (its segment),
+# or fails <what> and returns 1.
+start_te_target() {
+  local what=$1 test=$2
+  shift 2
+  seg=
   # Emptied before the target starts: the background child's redirection may
   # come after the first read below, which would find the previous target's line.
   : > "$tmp/target"
-  env "${envs[@]}" timeout $limit "$perftest" -t "$test" --local_server_name=127.0.0.1 \
+  env "$@" "$perftest" -t "$test" --local_server_name=127.0.0.1 \
     --buffer_size=16m --duration 1 > "$tmp/target" 2>&1 &
   target=$!
   for _ in $(seq 200); do
     seg=$(sed -n 's/^target: segment \([^,]*\),.*/\1/p' "$tmp/target")
-    [ -n "$seg" ] && break
+    [ -n "$seg" ] && return 0
     kill -0 $target 2>/dev/null || break
     sleep 0.1
   done
-  if [ -z "$seg" ]; then
-    fail "$what: the target printed no segment"; sed 's/^/      /' "$tmp/target" | tail -5
-    kill $target 2>/dev/null; wait $target 2>/dev/null; return
-  fi
+  fail "$what: the target printed no segment"; sed 's/^/      /' "$tmp/target" | tail -5
+  kill $target 2>/dev/null; wait $target 2>/dev/null
+  return 1
+}
+
+run_te() {
+  local tl=$1 test=$2 block=$3 what="te $1 $2 --block_size $3" out=$tmp/out.te
+  local envs=() rc=0 trc=0
+  [ "$tl" = default ] || envs=("MC_TLS=$tl")
+  start_te_target "$what" "$test" "${envs[@]}" || return
   env "${envs[@]}" timeout $limit "$perftest" -t "$test" --segment_id="$seg" \
     --local_server_name=127.0.0.1 --threads 2 --batch_size 32 --block_size "$block" \
     --duration 1 > "$out" 2> "$tmp/err" || rc=$?
@@ -227,6 +236,44 @@ for tl in ${PERFTEST_TE_TLS:-tcp sm}; do
   run_te "$tl" te_write 65536
   run_te "$tl" te_read 65536
 done
+# A stopped target: the initiator waits for its tasks' deadline
+# (MC_TRANSFER_TIMEOUT) at next to no CPU, where it used to spin a core, then
+# exits non-zero naming the timed-out task. Its CPU time is read from
+# /proc/PID/stat over 2 s of the wait.
+te_stopped_target() {
+  local what="te tcp te_write, target stopped" init rc=0 c0 c1 hz ticks
+  start_te_target "$what" te_write MC_TLS=tcp || return
+  MC_TLS=tcp MC_TRANSFER_TIMEOUT=6s "$perftest" -t te_write --segment_id="$seg" \
+    --local_server_name=127.0.0.1 --threads 1 --batch_size 32 --block_size 65536 --duration 30 \
+    > "$tmp/out.stop" 2> "$tmp/err.stop" &
+  init=$!
+  sleep 1
+  kill -STOP $target
+  sleep 1
+  c0=$(awk '{ print $14 + $15 }' /proc/$init/stat 2>/dev/null)
+  sleep 2
+  c1=$(awk '{ print $14 + $15 }' /proc/$init/stat 2>/dev/null)
+  for _ in $(seq $limit); do kill -0 $init 2>/dev/null || break; sleep 1; done
+  kill -KILL $init 2>/dev/null
+  wait $init || rc=$?
+  kill -KILL $target 2>/dev/null; wait $target 2>/dev/null
+  hz=$(getconf CLK_TCK)
+  if [ -z "$c0" ] || [ -z "$c1" ]; then
+    fail "$what: the initiator exited before the wait (exit $rc)"
+    sed 's/^/      /' "$tmp/err.stop" | tail -5; return
+  fi
+  ticks=$((c1 - c0))
+  if [ $rc -eq 0 ] || [ $rc -eq 137 ] || ! grep -q 'ended TIMEOUT' "$tmp/err.stop"; then
+    fail "$what: initiator exit $rc, expected a timed-out task"
+    sed 's/^/      /' "$tmp/err.stop" | tail -5
+  elif [ $ticks -ge $hz ]; then
+    fail "$what: the initiator used $ticks of $((2 * hz)) clock ticks while it waited"
+  else
+    pass "$what: $ticks of $((2 * hz)) clock ticks of CPU while waiting, then exit $rc"
+  fi
+}
+te_stopped_target
+
 # Bad Transfer Engine command lines: exit status 2 and a message.
 for args in "-t te_write --batch_size 0" "-t te_read --mode initiator" "-t te_bogus" \
             "-t te_write --operation=copy"; do
