@@ -235,6 +235,24 @@ std::string Services::start_redis(const std::string& password) {
   return launch(Service::Redis) ? p.url : "";
 }
 
+std::string service_name(Service service) {
+  switch (service) {
+    case Service::Etcd: return "etcd";
+    case Service::Redis: return "redis";
+    case Service::MetadataServer: return "http";
+  }
+  return "?";
+}
+
+std::string Services::start(Service service) {
+  switch (service) {
+    case Service::Etcd: return start_etcd();
+    case Service::Redis: return start_redis();
+    case Service::MetadataServer: return start_metadata_server();
+  }
+  return "";
+}
+
 std::string Services::start_metadata_server() {
   Proc& p = proc(Service::MetadataServer);
   if (p.pid > 0) return p.url;

@@ -16,6 +16,9 @@ namespace mc::test {
 /// Which service.
 enum class Service { Etcd, Redis, MetadataServer };
 
+/// "etcd", "redis" or "http" (the metadata server): for test names.
+std::string service_name(Service service);
+
 /// Owns the services it starts. Not thread-safe: use it from the test thread.
 ///
 ///   Services services;
@@ -40,6 +43,8 @@ class Services {
   /// Starts mc_metadata_server of this build tree. Returns
   /// "http://127.0.0.1:<port>/metadata", or "" after adding a test failure.
   std::string start_metadata_server();
+  /// The start_*() of `service` (redis without a password).
+  std::string start(Service service);
 
   /// SIGTERM, then SIGKILL after 5 s; waits for the exit. The port and data stay.
   void stop(Service service);

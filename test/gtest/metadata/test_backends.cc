@@ -94,11 +94,7 @@ void PrintTo(const Backend& b, std::ostream* os) {
 class MetadataBackend : public testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    switch (GetParam().service) {
-      case Service::Etcd: conn_ = services_.start_etcd(); break;
-      case Service::Redis: conn_ = services_.start_redis(); break;
-      case Service::MetadataServer: conn_ = services_.start_metadata_server(); break;
-    }
+    conn_ = services_.start(GetParam().service);
     ASSERT_FALSE(conn_.empty());
     store_ = open_ok(conn_);
     ASSERT_NE(store_, nullptr);

@@ -17,6 +17,9 @@
 #include <sstream>
 #include <thread>
 
+#include "ucp/metadata/store.h"
+#include "ucs/sys/sys.h"
+
 namespace mc::te::test {
 
 std::string example_path(bool c_api) {
@@ -245,6 +248,22 @@ std::vector<TransferStatus> run_batch(TransferEngine& engine,
   for (size_t i = 0; i < reqs.size(); ++i) out.push_back(wait_task(engine, batch, i));
   EXPECT_EQ(engine.freeBatchID(batch), 0);
   return out;
+}
+
+std::string free_segment_name() {
+  auto port = ucs::find_free_tcp_port();
+  EXPECT_TRUE(port.ok()) << "no free port for a segment name";
+  return "127.0.0.1:" + std::to_string(port.value_or(1));
+}
+
+ucs::Result<std::string> store_get(const std::string& url,
+                                   const std::map<std::string, std::string>& env,
+                                   const std::string& key) {
+  ScopedEnv scoped(env);
+  std::string error;
+  auto store = metadata::open_store(url, metadata::StoreOptions{}, &error);
+  if (!store.ok()) return store.status();
+  return (*store)->get(key);
 }
 
 }  // namespace mc::te::test

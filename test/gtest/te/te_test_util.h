@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mc/transfer_engine.h"
+#include "ucs/status/status.h"
 
 namespace mc::te::test {
 
@@ -79,6 +80,15 @@ int run_process(const std::vector<std::string>& args,
 /// tool's output, when it fails.
 bool register_file_segment(const std::string& url, const std::string& segment,
                            const std::string& server, const std::vector<std::string>& files);
+
+/// "127.0.0.1:<a free port>": a segment name no other test engine has.
+std::string free_segment_name();
+
+/// The value of `key` in the store at `url`, opened with the knobs `env`
+/// set; the status when it cannot be read.
+ucs::Result<std::string> store_get(const std::string& url,
+                                   const std::map<std::string, std::string>& env,
+                                   const std::string& key);
 
 /// Sets environment variables for its lifetime, restoring the old values.
 class ScopedEnv {

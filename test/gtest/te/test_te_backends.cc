@@ -15,7 +15,6 @@
 #include "te/te_test_util.h"
 #include "ucp/metadata/descriptors.h"
 #include "ucp/metadata/store.h"
-#include "ucs/sys/sys.h"
 #include "uct/base/component_loader.h"
 
 namespace mc::te::test {
@@ -32,20 +31,12 @@ struct Param {
   std::string tls;
 };
 
-std::string service_name(Service s) {
-  return s == Service::Etcd ? "etcd" : s == Service::Redis ? "redis" : "http";
-}
-
 class TeBackend : public testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     if (uct::find_component(GetParam().tls) == nullptr)
       GTEST_SKIP() << GetParam().tls << " not available";
-    switch (GetParam().service) {
-      case Service::Etcd: url_ = services_.start_etcd(); break;
-      case Service::Redis: url_ = services_.start_redis(); break;
-      case Service::MetadataServer: url_ = services_.start_metadata_server(); break;
-    }
+    url_ = services_.start(GetParam().service);
     ASSERT_FALSE(url_.empty());
     env_ = {{"MC_TLS", GetParam().tls},
             {"MC_NET_DEVICES", "lo"},
@@ -53,27 +44,16 @@ class TeBackend : public testing::TestWithParam<Param> {
             {"MC_METADATA_TIMEOUT", "3s"}};
   }
 
-  std::string server_name() {
-    auto port = ucs::find_free_tcp_port();
-    EXPECT_TRUE(port.ok());
-    return "127.0.0.1:" + std::to_string(port.value_or(1));
-  }
 
   std::unique_ptr<TransferEngine> make_engine() {
     ScopedEnv scoped(env_);
     auto engine = std::make_unique<TransferEngine>();
-    EXPECT_EQ(engine->init(url_, server_name()), 0);
+    EXPECT_EQ(engine->init(url_, free_segment_name()), 0);
     return engine;
   }
 
   // The value of `key` in the store, or the status.
-  ucs::Result<std::string> lookup(const std::string& key) {
-    ScopedEnv scoped(env_);
-    std::string error;
-    auto store = metadata::open_store(url_, metadata::StoreOptions{}, &error);
-    if (!store.ok()) return store.status();
-    return (*store)->get(key);
-  }
+  ucs::Result<std::string> lookup(const std::string& key) { return store_get(url_, env_, key); }
 
   Services services_;
   std::string url_;
@@ -82,7 +62,7 @@ class TeBackend : public testing::TestWithParam<Param> {
 
 TEST_P(TeBackend, TwoProcessesMoveDataAndKeysComeAndGo) {
   TargetProcess target;
-  const std::string name = server_name();
+  const std::string name = free_segment_name();
   ASSERT_TRUE(target.start(url_, name, kSize, kSeed, env_));
   ASSERT_EQ(target.segment(), name);
   // The document's keys, in its shape.
@@ -129,8 +109,8 @@ TEST_P(TeBackend, TwoProcessesMoveDataAndKeysComeAndGo) {
 
 TEST_P(TeBackend, ServerStoppedAfterInitExistingSegmentsKeepWorking) {
   TargetProcess target, later;
-  ASSERT_TRUE(target.start(url_, server_name(), kSize, kSeed, env_));
-  ASSERT_TRUE(later.start(url_, server_name(), kSize, kSeed + 1, env_));
+  ASSERT_TRUE(target.start(url_, free_segment_name(), kSize, kSeed, env_));
+  ASSERT_TRUE(later.start(url_, free_segment_name(), kSize, kSeed + 1, env_));
   auto engine = make_engine();
   const SegmentHandle seg = engine->openSegment(target.segment());
   ASSERT_GE(seg, 0);
@@ -155,11 +135,11 @@ TEST_P(TeBackend, ServerStoppedAfterInitExistingSegmentsKeepWorking) {
 // writes back; this process's C++ engine reads the C target too.
 TEST_P(TeBackend, CApiTargetAndInitiatorThroughTheStore) {
   TargetProcess target;
-  const std::string name = server_name();
+  const std::string name = free_segment_name();
   ASSERT_TRUE(target.start(url_, name, kSize, kSeed, env_, true));
   ASSERT_EQ(target.segment(), name);
   std::string out;
-  const int rc = run_process({example_path(true), "initiator", url_, server_name(), name,
+  const int rc = run_process({example_path(true), "initiator", url_, free_segment_name(), name,
                               std::to_string(kSeed)},
                              env_, 120, &out);
   EXPECT_EQ(rc, 0) << out;
@@ -178,7 +158,7 @@ TEST_P(TeBackend, CApiTargetAndInitiatorThroughTheStore) {
 }
 
 std::string param_name(const testing::TestParamInfo<Param>& info) {
-  return service_name(info.param.service) + "_" + info.param.tls;
+  return mc::test::service_name(info.param.service) + "_" + info.param.tls;
 }
 
 INSTANTIATE_TEST_SUITE_P(All, TeBackend,
@@ -194,9 +174,7 @@ TEST(TeEtcdLease, CrashedTargetsSegmentExpires) {
   ASSERT_FALSE(url.empty());
   std::map<std::string, std::string> env = {
       {"MC_TLS", "tcp"}, {"MC_NET_DEVICES", "lo"}, {"MC_ETCD_LEASE_TTL", "2s"}};
-  auto port = ucs::find_free_tcp_port();
-  ASSERT_TRUE(port.ok());
-  const std::string name = "127.0.0.1:" + std::to_string(*port);
+  const std::string name = free_segment_name();
   TargetProcess target;
   ASSERT_TRUE(target.start(url, name, 4096, 1, env));
   ScopedEnv scoped(env);

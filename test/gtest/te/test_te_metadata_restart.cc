@@ -17,7 +17,6 @@
 #include "te/te_test_util.h"
 #include "ucp/metadata/descriptors.h"
 #include "ucp/metadata/store.h"
-#include "ucs/sys/sys.h"
 #include "uct/base/component_loader.h"
 
 namespace mc::te::test {
@@ -48,25 +47,11 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-std::string free_name() {
-  auto port = ucs::find_free_tcp_port();
-  EXPECT_TRUE(port.ok());
-  return "127.0.0.1:" + std::to_string(port.value_or(1));
-}
-
-std::string service_name(const testing::TestParamInfo<Service>& info) {
-  return info.param == Service::Etcd ? "etcd" : info.param == Service::Redis ? "redis" : "http";
-}
-
 class TeMetadataRestart : public testing::TestWithParam<Service> {
  protected:
   void SetUp() override {
     if (uct::find_component("tcp") == nullptr) GTEST_SKIP() << "tcp not available";
-    switch (GetParam()) {
-      case Service::Etcd: url_ = services_.start_etcd(); break;
-      case Service::Redis: url_ = services_.start_redis(); break;
-      case Service::MetadataServer: url_ = services_.start_metadata_server(); break;
-    }
+    url_ = services_.start(GetParam());
     ASSERT_FALSE(url_.empty());
     env_ = {{"MC_TLS", "tcp"},
             {"MC_NET_DEVICES", "lo"},
@@ -83,7 +68,7 @@ class TeMetadataRestart : public testing::TestWithParam<Service> {
 
   std::unique_ptr<TransferEngine> make_engine() {
     auto engine = std::make_unique<TransferEngine>();
-    EXPECT_EQ(engine->init(url_, free_name()), 0);
+    EXPECT_EQ(engine->init(url_, free_segment_name()), 0);
     return engine;
   }
 
@@ -95,7 +80,7 @@ class TeMetadataRestart : public testing::TestWithParam<Service> {
 
 TEST_P(TeMetadataRestart, KilledServerOpenSegmentsGoOnRestartedTargetIsFoundAgain) {
   TargetProcess target;
-  ASSERT_TRUE(target.start(url_, free_name(), kSize, kSeed, env_));
+  ASSERT_TRUE(target.start(url_, free_segment_name(), kSize, kSeed, env_));
   auto engine = make_engine();
   const SegmentHandle seg = engine->openSegment(target.segment());
   ASSERT_GE(seg, 0);
@@ -118,7 +103,7 @@ TEST_P(TeMetadataRestart, KilledServerOpenSegmentsGoOnRestartedTargetIsFoundAgai
   // An unknown segment fails, within the request bound (twice: the
   // initiator's own refresher may hold the connection for one request).
   const auto t0 = Clock::now();
-  EXPECT_LT(engine->openSegment(free_name()), 0);
+  EXPECT_LT(engine->openSegment(free_segment_name()), 0);
   EXPECT_LT(Clock::now() - t0, 2 * kTimeout + std::chrono::seconds(2));
   // Re-opening the open segment keeps its descriptor.
   EXPECT_EQ(engine->openSegment(target.segment()), seg);
@@ -167,7 +152,7 @@ TEST_P(TeMetadataRestart, KilledServerOpenSegmentsGoOnRestartedTargetIsFoundAgai
 
 INSTANTIATE_TEST_SUITE_P(All, TeMetadataRestart,
                          testing::Values(Service::MetadataServer, Service::Etcd, Service::Redis),
-                         service_name);
+                         [](const auto& info) { return mc::test::service_name(info.param); });
 
 TEST(TeRedisLease, CrashedTargetsKeysExpireLiveTargetsStay) {
   if (uct::find_component("tcp") == nullptr) GTEST_SKIP() << "tcp not available";
@@ -177,8 +162,8 @@ TEST(TeRedisLease, CrashedTargetsKeysExpireLiveTargetsStay) {
   const std::map<std::string, std::string> env = {
       {"MC_TLS", "tcp"}, {"MC_NET_DEVICES", "lo"}, {"MC_ETCD_LEASE_TTL", "2s"}};
   TargetProcess live, crashed;
-  ASSERT_TRUE(live.start(url, free_name(), 4096, 1, env));
-  ASSERT_TRUE(crashed.start(url, free_name(), 4096, 2, env));
+  ASSERT_TRUE(live.start(url, free_segment_name(), 4096, 1, env));
+  ASSERT_TRUE(crashed.start(url, free_segment_name(), 4096, 2, env));
   ScopedEnv scoped(env);
   std::string error;
   auto opened = metadata::open_store(url, metadata::StoreOptions{}, &error);

@@ -20,7 +20,6 @@
 #include "common/services.h"
 #include "te/te_test_util.h"
 #include "ucp/metadata/descriptors.h"
-#include "ucs/sys/sys.h"
 #include "uct/base/component_loader.h"
 #include "uct/nvmeof/nvmeof_test_util.h"
 
@@ -57,11 +56,6 @@ std::string self_path() {
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-}
-
-std::string free_name() {
-  auto port = ucs::find_free_tcp_port();
-  return "127.0.0.1:" + std::to_string(port.value_or(1));
 }
 
 const std::map<std::string, std::string> kEnv = {{"MC_TLS", "tcp"},
@@ -114,7 +108,7 @@ class TeNvmeof : public testing::Test {
   std::unique_ptr<TransferEngine> make_engine(const std::string& url) {
     ScopedEnv scoped(kEnv);
     auto engine = std::make_unique<TransferEngine>();
-    EXPECT_EQ(engine->init(url, free_name()), 0);
+    EXPECT_EQ(engine->init(url, free_segment_name()), 0);
     return engine;
   }
 
@@ -178,7 +172,7 @@ TEST(TeNvmeofChild, Initiator) {
   const char* dir = getenv("MC_TE_NVMEOF_CHILD_DIR");
   if (!url || !segment || !dir) GTEST_SKIP() << "the second process of TeNvmeofBackend";
   TransferEngine engine;
-  ASSERT_EQ(engine.init(url, free_name()), 0);
+  ASSERT_EQ(engine.init(url, free_segment_name()), 0);
   const SegmentHandle seg = engine.openSegment(segment);
   ASSERT_GE(seg, 0);
   std::vector<SegmentBufferInfo> bufs;

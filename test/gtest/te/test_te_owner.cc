@@ -17,7 +17,6 @@
 #include "te/te_test_util.h"
 #include "ucp/metadata/descriptors.h"
 #include "ucp/metadata/store.h"
-#include "ucs/sys/sys.h"
 #include "uct/base/component_loader.h"
 
 namespace mc::te::test {
@@ -35,11 +34,7 @@ class TeOwner : public testing::TestWithParam<Service> {
  protected:
   void SetUp() override {
     if (uct::find_component("tcp") == nullptr) GTEST_SKIP() << "tcp not available";
-    switch (GetParam()) {
-      case Service::Etcd: url_ = services_.start_etcd(); break;
-      case Service::Redis: url_ = services_.start_redis(); break;
-      case Service::MetadataServer: url_ = services_.start_metadata_server(); break;
-    }
+    url_ = services_.start(GetParam());
     ASSERT_FALSE(url_.empty());
     env_ = {{"MC_TLS", "tcp"},
             {"MC_NET_DEVICES", "lo"},
@@ -50,13 +45,7 @@ class TeOwner : public testing::TestWithParam<Service> {
             {"MC_HANDSHAKE_TIMEOUT", "1s"}};
   }
 
-  ucs::Result<std::string> lookup(const std::string& key) {
-    ScopedEnv scoped(env_);
-    std::string error;
-    auto store = metadata::open_store(url_, metadata::StoreOptions{}, &error);
-    if (!store.ok()) return store.status();
-    return (*store)->get(key);
-  }
+  ucs::Result<std::string> lookup(const std::string& key) { return store_get(url_, env_, key); }
 
   // The generation of the descriptor under the ram key, 0 when none.
   uint64_t published_generation() {
@@ -109,7 +98,7 @@ TEST_P(TeOwner, OneOwnerPerSegmentName) {
   {
     ScopedEnv scoped(env_);
     initiator = std::make_unique<TransferEngine>();
-    ASSERT_EQ(initiator->init(url_, "127.0.0.1:" + std::to_string(*ucs::find_free_tcp_port())), 0);
+    ASSERT_EQ(initiator->init(url_, free_segment_name()), 0);
   }
   std::vector<uint8_t> got = read_name(*initiator, first.addr(), kSize);
   ASSERT_EQ(got.size(), kSize);
@@ -169,13 +158,9 @@ TEST_P(TeOwner, OneOwnerPerSegmentName) {
   EXPECT_EQ(lookup(rpc_key).status(), ucs::Status::NoElem) << "the owner's exit removes its keys";
 }
 
-std::string owner_param_name(const testing::TestParamInfo<Service>& info) {
-  return info.param == Service::Etcd ? "etcd" : info.param == Service::Redis ? "redis" : "http";
-}
-
 INSTANTIATE_TEST_SUITE_P(All, TeOwner,
                          testing::Values(Service::Etcd, Service::Redis, Service::MetadataServer),
-                         owner_param_name);
+                         [](const auto& info) { return mc::test::service_name(info.param); });
 
 }  // namespace
 }  // namespace mc::te::test
