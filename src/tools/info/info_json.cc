@@ -2,8 +2,9 @@
 // mc_info --json: the writer and the endpoint report.
 #include "info_json.h"
 
-#include <cstdio>
 #include <sstream>
+
+#include "ucs/datastruct/json.h"
 
 namespace mc::info {
 
@@ -11,21 +12,9 @@ namespace wireup = ucp::wireup;
 namespace proto = ucp::proto;
 
 std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  std::string out;
+  ucs::json::write_string(s, &out);
+  return out;
 }
 
 std::ostream& JsonList::key(std::string_view k) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// mc_info --json: a minimal JSON writer (objects, arrays, escaped strings)
+// mc_info --json: member and element separators over ucs::json's string escaping,
 // and the JSON forms of the UCP endpoint report and of the build report.
 #pragma once
 

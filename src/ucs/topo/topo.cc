@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <optional>
 #include <sstream>
 
+#include "ucs/datastruct/json.h"
 #include "ucs/log/log.h"
 
 namespace mc::ucs {
@@ -137,33 +137,11 @@ void append_list(std::string* out, const std::vector<std::string>& names, const 
   for (size_t i = 0; i < names.size(); ++i) *out += (i ? sep : "") + names[i];
 }
 
-void append_json_string(std::string* out, std::string_view s) {
-  *out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-          *out += buf;
-        } else {
-          *out += c;
-        }
-    }
-  }
-  *out += '"';
-}
-
 void append_json_list(std::string* out, const std::vector<std::string>& names) {
   *out += '[';
   for (size_t i = 0; i < names.size(); ++i) {
     if (i) *out += ", ";
-    append_json_string(out, names[i]);
+    json::write_string(names[i], out);
   }
   *out += ']';
 }
@@ -293,7 +271,7 @@ std::string priority_matrix_to_json(const PriorityMatrix& matrix) {
   std::string out = "{";
   for (const auto& [loc, entry] : matrix) {
     if (out.size() > 1) out += ", ";
-    append_json_string(&out, loc);
+    json::write_string(loc, &out);
     out += ": [";
     append_json_list(&out, entry.preferred);
     out += ", ";
