@@ -14,11 +14,6 @@ namespace mc::uct::nvmeof {
 
 namespace {
 
-uint64_t next_iface_id() {
-  static std::atomic<uint32_t> counter{0};
-  return (static_cast<uint64_t>(getpid()) << 32) | ++counter;
-}
-
 constexpr size_t kMaxIov = 64;
 // Linux moves at most 0x7ffff000 bytes per read or write; 1 GiB per operation.
 constexpr size_t kMaxIo = size_t{1} << 30;
@@ -38,7 +33,7 @@ NvmeofIface::NvmeofIface(NvmeofMd* md, const NvmeofConfig& config)
     : Iface(md),
       md_(md),
       config_(config),
-      iface_id_(next_iface_id()),
+      self_addr_("nvmeof", "files are reached through file rkeys"),
       engine_(IoEngine::create(static_cast<unsigned>(config.queue_depth), config.io_uring)) {}
 
 NvmeofIface::~NvmeofIface() {
@@ -57,8 +52,8 @@ IfaceAttr NvmeofIface::query() const {
   attr.latency = LinearFunc{20e-6, 0};   // an NVMe read; a remote namespace adds the fabric
   attr.bandwidth = Bandwidth{0, 2.0e9};  // shared by every iface on the storage
   attr.overhead = 1e-6;
-  attr.device_addr_len = 8;
-  attr.iface_addr_len = 8;
+  attr.device_addr_len = SelfAddress::kAddrLen;
+  attr.iface_addr_len = SelfAddress::kAddrLen;
   // GPU memory through cuFile (or, with MC_NVMEOF_CUFILE=on and no cuFile,
   // refused at post with the reason rather than staged by the caller).
   attr.access_mem_types =
@@ -90,41 +85,18 @@ unsigned NvmeofIface::progress_cufile() {
   return events;
 }
 
-std::vector<uint8_t> NvmeofIface::device_address() const {
-  std::vector<uint8_t> out;
-  ucs::WireWriter(&out).u64(ucs::boot_id_hash());
-  return out;
-}
+std::vector<uint8_t> NvmeofIface::device_address() const { return self_addr_.device_address(); }
 
-std::vector<uint8_t> NvmeofIface::iface_address() const {
-  std::vector<uint8_t> out;
-  ucs::WireWriter(&out).u64(iface_id_);
-  return out;
-}
+std::vector<uint8_t> NvmeofIface::iface_address() const { return self_addr_.iface_address(); }
 
 bool NvmeofIface::is_reachable(std::span<const uint8_t> device_addr,
                                std::span<const uint8_t> iface_addr, std::string* reason) const {
-  ucs::WireReader dev(device_addr), iface(iface_addr);
-  const uint64_t boot = dev.u64();
-  const uint64_t id = iface.u64();
-  auto say = [reason](const char* why) {
-    if (reason) *reason = why;
-    return false;
-  };
-  if (!dev.at_end() || !iface.at_end()) return say("malformed nvmeof address");
-  if (boot != ucs::boot_id_hash() || id != iface_id_) {
-    return say("nvmeof connects only to its own iface: files are reached through file rkeys");
-  }
-  return true;
+  return self_addr_.is_reachable(device_addr, iface_addr, reason);
 }
 
 Result<std::unique_ptr<Endpoint>> NvmeofIface::ep_create(std::span<const uint8_t> device_addr,
                                                          std::span<const uint8_t> iface_addr) {
-  std::string reason;
-  if (!is_reachable(device_addr, iface_addr, &reason)) {
-    MC_LOG(error) << "nvmeof: cannot connect: " << reason;
-    return Status::Unreachable;
-  }
+  MC_RETURN_IF_ERROR(self_addr_.check_connect(device_addr, iface_addr));
   return std::unique_ptr<Endpoint>(new NvmeofEp(this));
 }
 

@@ -13,6 +13,7 @@
 #include "uct/api/ep.h"
 #include "uct/api/iface.h"
 #include "uct/base/op_counter.h"
+#include "uct/base/self_address.h"
 #include "uct/nvmeof/nvmeof_io.h"
 #include "uct/nvmeof/nvmeof_md.h"
 
@@ -71,7 +72,7 @@ class NvmeofIface : public Iface {
 
   NvmeofMd* md_;
   NvmeofConfig config_;
-  uint64_t iface_id_;
+  SelfAddress self_addr_;
   std::unique_ptr<IoEngine> engine_;
   std::shared_ptr<OpCounter> ops_ = std::make_shared<OpCounter>();
   std::map<std::string, std::shared_ptr<NvmeofFile>> files_;  // by path

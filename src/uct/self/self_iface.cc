@@ -15,19 +15,12 @@ namespace mc::uct::self {
 
 namespace {
 
-// Unique in the process; with the pid and boot id, unique on the host.
-uint64_t next_iface_id() {
-  static std::atomic<uint32_t> counter{0};
-  return (static_cast<uint64_t>(getpid()) << 32) | ++counter;
-}
-
-constexpr size_t kAddrLen = 8;  // u64 iface id
 constexpr double kMemcpyBandwidth = 6.0 * 1024 * 1024 * 1024;
 
 }  // namespace
 
 SelfIface::SelfIface(SelfMd* md, SelfConfig config)
-    : Iface(md), md_(md), config_(config), iface_id_(next_iface_id()) {}
+    : Iface(md), md_(md), config_(config), self_addr_("self", "it loops back inside this process") {}
 
 IfaceAttr SelfIface::query() const {
   IfaceAttr attr;
@@ -40,8 +33,8 @@ IfaceAttr SelfIface::query() const {
   attr.bandwidth = Bandwidth{kMemcpyBandwidth, 0};
   attr.overhead = 10e-9;
   attr.priority = 0;
-  attr.device_addr_len = 8;
-  attr.iface_addr_len = kAddrLen;
+  attr.device_addr_len = SelfAddress::kAddrLen;
+  attr.iface_addr_len = SelfAddress::kAddrLen;
   return attr;
 }
 
@@ -59,40 +52,18 @@ unsigned SelfIface::progress() {
   return events;
 }
 
-std::vector<uint8_t> SelfIface::device_address() const {
-  std::vector<uint8_t> out;
-  ucs::WireWriter(&out).u64(ucs::boot_id_hash());
-  return out;
-}
+std::vector<uint8_t> SelfIface::device_address() const { return self_addr_.device_address(); }
 
-std::vector<uint8_t> SelfIface::iface_address() const {
-  std::vector<uint8_t> out;
-  ucs::WireWriter(&out).u64(iface_id_);
-  return out;
-}
+std::vector<uint8_t> SelfIface::iface_address() const { return self_addr_.iface_address(); }
 
 bool SelfIface::is_reachable(std::span<const uint8_t> device_addr,
                              std::span<const uint8_t> iface_addr, std::string* reason) const {
-  ucs::WireReader dev(device_addr), iface(iface_addr);
-  const uint64_t boot = dev.u64();
-  const uint64_t id = iface.u64();
-  auto say = [reason](const char* why) {
-    if (reason) *reason = why;
-    return false;
-  };
-  if (!dev.at_end() || !iface.at_end()) return say("malformed self address");
-  if (boot != ucs::boot_id_hash()) return say("self reaches only this host");
-  if (id != iface_id_) return say("self reaches only its own iface in this process");
-  return true;
+  return self_addr_.is_reachable(device_addr, iface_addr, reason);
 }
 
 Result<std::unique_ptr<Endpoint>> SelfIface::ep_create(std::span<const uint8_t> device_addr,
                                                        std::span<const uint8_t> iface_addr) {
-  std::string reason;
-  if (!is_reachable(device_addr, iface_addr, &reason)) {
-    MC_LOG(error) << "self: cannot connect: " << reason;
-    return Status::Unreachable;
-  }
+  MC_RETURN_IF_ERROR(self_addr_.check_connect(device_addr, iface_addr));
   return std::unique_ptr<Endpoint>(new SelfEp(this));
 }
 

@@ -8,6 +8,7 @@
 
 #include "uct/api/iface.h"
 #include "uct/base/pending_queue.h"
+#include "uct/base/self_address.h"
 #include "uct/self/self_md.h"
 
 namespace mc::uct::self {
@@ -43,7 +44,7 @@ class SelfIface : public Iface {
 
   SelfMd* md_;
   SelfConfig config_;
-  uint64_t iface_id_;
+  SelfAddress self_addr_;
   std::deque<Message> queue_;
   PendingQueue pending_;
 };

@@ -15,11 +15,6 @@ namespace mc::uct::cuda {
 
 namespace {
 
-uint64_t next_iface_id() {
-  static std::atomic<uint32_t> counter{0};
-  return (static_cast<uint64_t>(getpid()) << 32) | ++counter;
-}
-
 // Makes `device` current for the scope, restoring the previous one.
 class DeviceScope {
  public:
@@ -43,7 +38,7 @@ class DeviceScope {
 }  // namespace
 
 CudaCopyIface::CudaCopyIface(CudaCopyMd* md, const CudaCopyConfig& config)
-    : Iface(md), md_(md), config_(config), iface_id_(next_iface_id()) {}
+    : Iface(md), md_(md), config_(config), self_addr_("cuda_copy", "it copies inside this process") {}
 
 Result<std::unique_ptr<Iface>> CudaCopyIface::create(CudaCopyMd* md, const CudaCopyConfig& config) {
   std::unique_ptr<CudaCopyIface> iface(new CudaCopyIface(md, config));
@@ -94,48 +89,25 @@ IfaceAttr CudaCopyIface::query() const {
   attr.latency = LinearFunc{8e-6, 0};   // launch + event round trip
   attr.bandwidth = Bandwidth{0, 24e9};  // PCIe 4.0 x16 / 5.0 x16 effective
   attr.overhead = 3e-6;                 // cudaMemcpyAsync + cudaEventRecord
-  attr.device_addr_len = 8;
-  attr.iface_addr_len = 8;
+  attr.device_addr_len = SelfAddress::kAddrLen;
+  attr.iface_addr_len = SelfAddress::kAddrLen;
   attr.access_mem_types = mem_type_bit(MemType::Host) | mem_type_bit(MemType::Cuda) |
                           mem_type_bit(MemType::CudaManaged);
   return attr;
 }
 
-std::vector<uint8_t> CudaCopyIface::device_address() const {
-  std::vector<uint8_t> out;
-  ucs::WireWriter(&out).u64(ucs::boot_id_hash());
-  return out;
-}
+std::vector<uint8_t> CudaCopyIface::device_address() const { return self_addr_.device_address(); }
 
-std::vector<uint8_t> CudaCopyIface::iface_address() const {
-  std::vector<uint8_t> out;
-  ucs::WireWriter(&out).u64(iface_id_);
-  return out;
-}
+std::vector<uint8_t> CudaCopyIface::iface_address() const { return self_addr_.iface_address(); }
 
 bool CudaCopyIface::is_reachable(std::span<const uint8_t> device_addr,
                                  std::span<const uint8_t> iface_addr, std::string* reason) const {
-  ucs::WireReader dev(device_addr), iface(iface_addr);
-  const uint64_t boot = dev.u64();
-  const uint64_t id = iface.u64();
-  auto say = [reason](const char* why) {
-    if (reason) *reason = why;
-    return false;
-  };
-  if (!dev.at_end() || !iface.at_end()) return say("malformed cuda_copy address");
-  if (boot != ucs::boot_id_hash() || id != iface_id_) {
-    return say("cuda_copy connects only to its own iface: it copies inside this process");
-  }
-  return true;
+  return self_addr_.is_reachable(device_addr, iface_addr, reason);
 }
 
 Result<std::unique_ptr<Endpoint>> CudaCopyIface::ep_create(std::span<const uint8_t> device_addr,
                                                            std::span<const uint8_t> iface_addr) {
-  std::string reason;
-  if (!is_reachable(device_addr, iface_addr, &reason)) {
-    MC_LOG(error) << "cuda_copy: cannot connect: " << reason;
-    return Status::Unreachable;
-  }
+  MC_RETURN_IF_ERROR(self_addr_.check_connect(device_addr, iface_addr));
   return std::unique_ptr<Endpoint>(new CudaCopyEp(this));
 }
 

@@ -15,6 +15,7 @@
 #include "ucs/mpool/mpool.h"
 #include "uct/api/iface.h"
 #include "uct/base/op_counter.h"
+#include "uct/base/self_address.h"
 #include "uct/cuda/cuda_copy/cuda_copy_md.h"
 
 namespace mc::uct::cuda {
@@ -84,7 +85,7 @@ class CudaCopyIface : public Iface {
 
   CudaCopyMd* md_;
   CudaCopyConfig config_;
-  uint64_t iface_id_;
+  SelfAddress self_addr_;
   std::unique_ptr<ucs::Mpool> bounce_;
   std::map<int, DeviceStreams> devices_;
   size_t in_flight_ = 0;
