@@ -4,9 +4,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
-
-#include "ucs/datastruct/wire.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
 

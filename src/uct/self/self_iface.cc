@@ -2,13 +2,7 @@
 // self iface.
 #include "uct/self/self_iface.h"
 
-#include <unistd.h>
-
-#include <atomic>
-
-#include "ucs/datastruct/wire.h"
 #include "ucs/log/log.h"
-#include "ucs/sys/sys.h"
 #include "uct/self/self_ep.h"
 
 namespace mc::uct::self {

@@ -2,13 +2,7 @@
 // cuda_copy iface: streams, events, bounce buffers and progress.
 #include "uct/cuda/cuda_copy/cuda_copy_iface.h"
 
-#include <unistd.h>
-
-#include <atomic>
-
-#include "ucs/datastruct/wire.h"
 #include "ucs/log/log.h"
-#include "ucs/sys/sys.h"
 #include "uct/cuda/cuda_copy/cuda_copy_ep.h"
 
 namespace mc::uct::cuda {
