@@ -25,7 +25,7 @@ command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (contrib/instal
 # Only what the targets link and load: the libraries, the self/tcp/sm
 # modules (fuzz_rkey unpacks through them) and test/fuzz.
 build_fuzz() {
-  CC=clang CXX=clang++ BUILD_DIR=$build CONFIGURE_FLAGS=--enable-fuzz "$top/contrib/build.sh" -C src/ucs
+  CC=clang CXX=clang++ BUILD_DIR=$build CONFIGURE_FLAGS="--enable-fuzz CXXFLAGS=-g1 CFLAGS=-g1" "$top/contrib/build.sh" -C src/ucs
   local jobs=${JOBS:-$(nproc)}
   make -j"$jobs" -C "$build/src/uct" libmc_uct.la
   for d in src/uct/self src/uct/tcp src/uct/sm src/ucp; do make -j"$jobs" -C "$build/$d"; done
