@@ -15,9 +15,12 @@ namespace {
 std::atomic<LogLevel> g_level{LogLevel::Warn};
 
 const std::vector<std::pair<std::string, LogLevel>>& level_names() {
+  // The first name of a level is how it is printed; "warning" is glog's word
+  // (Mooncake's MC_LOG_LEVEL takes TRACE/INFO/WARNING/ERROR). Case-insensitive.
   static const std::vector<std::pair<std::string, LogLevel>> names = {
       {"fatal", LogLevel::Fatal}, {"error", LogLevel::Error}, {"warn", LogLevel::Warn},
-      {"info", LogLevel::Info},   {"debug", LogLevel::Debug}, {"trace", LogLevel::Trace}};
+      {"info", LogLevel::Info},   {"debug", LogLevel::Debug}, {"trace", LogLevel::Trace},
+      {"warning", LogLevel::Warn}};
   return names;
 }
 
@@ -37,7 +40,8 @@ const config::Table& log_config_table() {
   static const config::Table table(
       "logging", "",
       {config::field("LOG_LEVEL", "warn",
-                     "Least severe messages printed; debug and trace add detail from every layer.",
+                     "Least severe messages printed; debug and trace add detail from every layer. "
+                     "glog's words (TRACE, INFO, WARNING, ERROR) are accepted too, in any case.",
                      &LogConfig::level, config::enum_parser(level_names())),
        config::field("LOG_DIR", "",
                      "Directory for log files; empty logs to standard error. A directory that "
@@ -58,7 +62,9 @@ void log_set_level(LogLevel level) {
   apply_level(level);
 }
 
-LogLevel log_level() { return g_level; }
+LogLevel log_level() {
+  return g_level;
+}
 
 Status log_init(const char* program_name) {
   std::string error;
@@ -75,7 +81,8 @@ Status log_init(const char* program_name) {
   FLAGS_logtostderr = true;
   if (!cfg.dir.empty()) {
     struct stat st {};
-    if (stat(cfg.dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && access(cfg.dir.c_str(), W_OK) == 0) {
+    if (stat(cfg.dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+        access(cfg.dir.c_str(), W_OK) == 0) {
       FLAGS_logtostderr = false;
       FLAGS_alsologtostderr = false;
       FLAGS_log_dir = cfg.dir;

@@ -38,6 +38,28 @@ TEST(Log, LevelIsReadFromTheTable) {
   EXPECT_NE(error.find("MC_LOG_LEVEL"), std::string::npos);
 }
 
+// Mooncake's MC_LOG_LEVEL takes glog's words (TRACE/INFO/WARNING/ERROR), in
+// any case; "warning" is printed back as mc's "warn".
+TEST(Log, GlogWordsAreAcceptedInAnyCase) {
+  const std::vector<std::pair<std::string, LogLevel>> words = {
+      {"TRACE", LogLevel::Trace},  {"INFO", LogLevel::Info},    {"WARNING", LogLevel::Warn},
+      {"Warning", LogLevel::Warn}, {"warning", LogLevel::Warn}, {"ERROR", LogLevel::Error},
+      {"eRrOr", LogLevel::Error}};
+  for (const auto& [word, level] : words) {
+    Result<LogConfig> cfg =
+        read_table<LogConfig>(log_config_table(), *Sources::from({{"MC_LOG_LEVEL", word}}, {}));
+    ASSERT_TRUE(cfg.ok()) << word;
+    EXPECT_EQ(cfg->level, level) << word;
+  }
+  EXPECT_STREQ(log_level_name(LogLevel::Warn), "warn");
+  std::string error;
+  EXPECT_EQ(read_table<LogConfig>(log_config_table(),
+                                  *Sources::from({{"MC_LOG_LEVEL", "WARNINGS"}}, {}), &error)
+                .status(),
+            Status::InvalidParam);
+  EXPECT_NE(error.find("MC_LOG_LEVEL"), std::string::npos) << error;
+}
+
 TEST(LogRateLimiter, LogsOncePerIntervalAndCountsWhatItHeldBack) {
   using namespace std::chrono_literals;
   RateLimiter limiter(1s);
