@@ -163,7 +163,7 @@ void print_paths(const ucp::Context& ctx, const ucp::Endpoint& ep) {
     std::cout << "  " << loc << ":";
     for (const ucp::LaneRank& r : ranked) {
       std::cout << " lane " << r.lane << " " << ep.lanes().candidate_of(r.lane).name << " rank "
-                << r.rank << (r.rank == ranked[0].rank ? " carries" : " stand-by") << ";";
+                << r.rank << (r.carries ? " carries" : " stand-by") << ";";
     }
     std::cout << "\n";
   }

@@ -319,6 +319,11 @@ int main(int argc, char** argv) {
     build = json;  // one JSON document: the build report holds the version
   }
 
+  // Every layer's knobs are known before a context checks the environment
+  // for unknown ones (the Transfer Engine's MC_MIN_RPC_PORT is no typo here).
+  ucs::config::Registry& registry = ucs::config::Registry::instance();
+  metadata::register_metadata_config_tables(registry);
+  te::register_te_config_tables(registry);
   int rc = 0;
   if (version) print_version(json);
   if (build) info::print_build(json, std::cout);

@@ -51,7 +51,24 @@ struct ContextConfig {
   /// default (rndv_frag_size()).
   std::map<std::string, size_t> rndv_frag_size;
   uint64_t staging_depth = 4;  ///< MC_STAGING_DEPTH: bounce buffers of one staged request
+  bool force_tcp = false;      ///< MC_FORCE_TCP: tcp only, as MC_TLS=tcp (see choose_tls)
+  bool force_hca = false;      ///< MC_FORCE_HCA: the rc_* (RDMA) transports only, or fail
 };
+
+/// The transports UCP may use, once MC_TLS, MC_FORCE_TCP and MC_FORCE_HCA are
+/// combined (choose_tls).
+struct TlsChoice {
+  ucs::config::AllowList tls;  ///< what resources are filtered by
+  std::string origin;          ///< "MC_TLS=<value>" or "MC_FORCE_TCP=y (as MC_TLS=tcp)"
+  std::string note;            ///< when not empty, a line to log at warn level
+  bool rdma_required = false;  ///< MC_FORCE_HCA: no rc_* resource is an error
+};
+
+/// The one place the transport knobs are combined. MC_FORCE_TCP means
+/// MC_TLS=tcp and MC_FORCE_HCA means MC_TLS=rc_verbs,rc_mlx5 (Mooncake's
+/// meanings); either wins over MC_TLS, with a note saying so when MC_TLS is
+/// not "all". Both set: InvalidParam, `*error` naming both. Pure; thread-safe.
+ucs::Result<TlsChoice> choose_tls(const ContextConfig& config, std::string* error);
 
 /// The staging fragment of memory type `type` from MC_RNDV_FRAG_SIZE, or its
 /// default (host 512 KiB, cuda and cuda-managed 4 MiB).

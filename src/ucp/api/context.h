@@ -98,6 +98,7 @@ class Context {
   void check_filters(const std::vector<std::string>& transports);
 
   ContextConfig config_;
+  TlsChoice tls_;  ///< MC_TLS as MC_FORCE_TCP / MC_FORCE_HCA leave it (choose_tls)
   ucs::config::Sources sources_;
   std::vector<MdEntry> mds_;
   std::vector<ResourceInfo> resources_;

@@ -33,9 +33,12 @@ enum class CloseMode {
 
 /// One RMA lane as a RailPreference ranks it (Endpoint::rank_lanes).
 struct LaneRank {
-  size_t lane = 0;     ///< endpoint lane
-  unsigned rank = 0;   ///< 0 (best) .. 4; lanes not on a network device: 0
-  bool healthy = true; ///< false once the lane failed
+  size_t lane = 0;      ///< endpoint lane
+  unsigned rank = 0;    ///< 0 (best) .. 4 (.. 9 with same_device); not a network device: 0
+  bool healthy = true;  ///< false once the lane failed
+  /// Whether it carries a large put or get: healthy and best-ranked, or any
+  /// healthy lane with round_robin.
+  bool carries = false;
 };
 
 /// Made by Worker::ep_create(). Thread safety: as its worker. Destroying an
@@ -243,7 +246,7 @@ class Endpoint {
   std::shared_ptr<const proto::EpProtocols> protocols_;
   ShortPut short_put_;
   proto::AmOrder am_order_;  ///< its active messages waiting for room, oldest first
-  Request* done_;  ///< the worker's completed request (Worker::completed_request)
+  Request* done_;            ///< the worker's completed request (Worker::completed_request)
   std::vector<std::unique_ptr<uct::Endpoint>> uct_eps_;  ///< per lane
   std::vector<proto::LaneRuntime> runtime_;              ///< per lane; ops point into it
   bool closed_ = false;

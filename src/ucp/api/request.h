@@ -45,10 +45,19 @@ struct RailPreference {
   std::vector<std::string> local_secondary;
   std::vector<std::string> remote_preferred;
   std::vector<std::string> remote_secondary;
-  /// True when no list names a device (no preference).
+  /// Destination device affinity (MC_ENABLE_DEST_DEVICE_AFFINITY): among
+  /// lanes of equal rank, one whose remote device has its local device's
+  /// name (ports aside) comes first; ranks become 2 x rank + 1 for a lane
+  /// whose names differ.
+  bool same_device = false;
+  /// Round robin over the paths (MC_PATH_ROUNDROBIN): every healthy lane
+  /// carries the slices of a large put or get, whatever its rank; ranks only
+  /// order the lanes a failed slice moves to.
+  bool round_robin = false;
+  /// True when nothing is asked (no list names a device, no flag is set).
   bool empty() const {
     return local_preferred.empty() && local_secondary.empty() && remote_preferred.empty() &&
-           remote_secondary.empty();
+           remote_secondary.empty() && !same_device && !round_robin;
   }
 };
 

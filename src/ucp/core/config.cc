@@ -153,7 +153,17 @@ const cfg::Table& context_config_table() {
                   "bounce buffer of MC_RNDV_FRAG_SIZE bytes): the copy of one overlaps the "
                   "network transfer of the others. A worker keeps that many bounce buffers "
                   "per fragment size, shared by its staged requests.",
-                  &ContextConfig::staging_depth, cfg::uint_parser(1, 64))});
+                  &ContextConfig::staging_depth, cfg::uint_parser(1, 64)),
+       cfg::field("FORCE_TCP", "n",
+                  "Mooncake's knob: tcp as the transport whatever RDMA NICs exist. Means "
+                  "MC_TLS=tcp, and wins over MC_TLS when both are set (a warning says so); "
+                  "cannot be combined with MC_FORCE_HCA.",
+                  &ContextConfig::force_tcp, cfg::bool_parser()),
+       cfg::field("FORCE_HCA", "n",
+                  "Mooncake's knob: RDMA as the transport. Means MC_TLS=rc_verbs,rc_mlx5 (wins "
+                  "over MC_TLS, with a warning), and creating a context fails with NoDevice "
+                  "when no RDMA device is usable.",
+                  &ContextConfig::force_hca, cfg::bool_parser())});
   return table;
 }
 
@@ -173,6 +183,37 @@ bool item_matches(std::string_view item, std::string_view tl_name) {
 }
 
 }  // namespace
+
+ucs::Result<TlsChoice> choose_tls(const ContextConfig& config, std::string* error) {
+  if (config.force_tcp && config.force_hca) {
+    if (error) {
+      *error =
+          "MC_FORCE_TCP and MC_FORCE_HCA cannot both be set (one forces tcp, the other "
+          "RDMA)";
+    }
+    return ucs::Status::InvalidParam;
+  }
+  std::string tls_text;
+  for (const cfg::Field& f : context_config_table().fields()) {
+    if (f.name == "TLS") tls_text = f.get(&config);
+  }
+  TlsChoice choice;
+  if (!config.force_tcp && !config.force_hca) {
+    choice.tls = config.tls;
+    choice.origin = "MC_TLS=" + tls_text;
+    return choice;
+  }
+  const char* knob = config.force_tcp ? "MC_FORCE_TCP" : "MC_FORCE_HCA";
+  const char* as = config.force_tcp ? "tcp" : "rc_verbs,rc_mlx5";
+  choice.tls = config.force_tcp ? cfg::AllowList{false, {"tcp"}}
+                                : cfg::AllowList{false, {"rc_verbs", "rc_mlx5"}};
+  choice.origin = std::string(knob) + "=y (as MC_TLS=" + as + ")";
+  choice.rdma_required = config.force_hca;
+  if (cfg::to_lower(tls_text) != "all" && cfg::to_lower(tls_text) != as) {
+    choice.note = std::string(knob) + "=y wins over MC_TLS=" + tls_text + ": transports " + as;
+  }
+  return choice;
+}
 
 bool tl_allowed(const cfg::AllowList& list, std::string_view tl_name) {
   bool listed = false;

@@ -31,6 +31,16 @@ Result<std::unique_ptr<Context>> Context::create(const ContextParams& params) {
     MC_ASSIGN_OR_RETURN(ctx->config_, ucs::config::read_table<ContextConfig>(context_config_table(),
                                                                              ctx->sources_));
   }
+  {
+    std::string error;
+    Result<TlsChoice> choice = choose_tls(ctx->config_, &error);
+    if (!choice.ok()) {
+      MC_LOG(error) << "ucp: " << error;
+      return choice.status();
+    }
+    ctx->tls_ = std::move(*choice);
+    if (!ctx->tls_.note.empty()) MC_LOG(warn) << "ucp: " << ctx->tls_.note;
+  }
   std::vector<std::string> transports;  // every component's and resource's name
   for (uct::Component* component : uct::load_components()) {
     transports.push_back(component->name());
@@ -49,6 +59,15 @@ Result<std::unique_ptr<Context>> Context::create(const ContextParams& params) {
   } else {
     MC_LOG(warn) << "ucp: topology unknown (" << ucs::status_string(topo.status())
                  << "): rails are chosen without NUMA preference";
+  }
+  if (ctx->tls_.rdma_required &&
+      std::none_of(ctx->resources_.begin(), ctx->resources_.end(), [](const ResourceInfo& r) {
+        return r.enabled && r.tl.tl_name.starts_with("rc_");
+      })) {
+    MC_LOG(error) << "ucp: MC_FORCE_HCA=y, but no RDMA device is usable (no rc_verbs or rc_mlx5 "
+                     "resource"
+                  << (ctx->resources_.empty() ? "" : " passed the filters") << ")";
+    return Status::NoDevice;
   }
   // Every table of this process is registered now (UCS, the loaded
   // transports, UCP): an MC_* setting none of them declares is a typo.
@@ -87,9 +106,7 @@ std::string Context::filter_reason(const uct::TlResource& tl) const {
     }
     return std::string();
   };
-  if (!tl_allowed(config_.tls, tl.tl_name)) {
-    return "filtered by MC_TLS=" + value_of("TLS");
-  }
+  if (!tl_allowed(tls_.tls, tl.tl_name)) return "filtered by " + tls_.origin;
   if (tl.dev_type == uct::DeviceType::Net && !config_.net_devices.allows(tl.dev_name)) {
     return "filtered by MC_NET_DEVICES=" + value_of("NET_DEVICES");
   }
@@ -114,8 +131,8 @@ void Context::check_filters(const std::vector<std::string>& transports) {
     return out.empty() ? std::string("none") : out;
   };
   std::string problems;
-  auto check = [&](const char* var, const cfg::AllowList& list, const std::vector<std::string>& known,
-                   auto matches) {
+  auto check = [&](const char* var, const cfg::AllowList& list,
+                   const std::vector<std::string>& known, auto matches) {
     // Leaving out what is not there is harmless ("^cuda_copy" without CUDA).
     if (list.negate) return;
     for (const std::string& item : list.items) {

@@ -89,6 +89,14 @@ bool device_matches(const std::string& dev, const std::vector<std::string>& name
   return false;
 }
 
+// "mlx5_0" of "mlx5_0:1".
+std::string_view device_base(std::string_view dev) {
+  return dev.substr(0, dev.find(':'));
+}
+
+// A failed lane comes after every rank lane_rank gives.
+constexpr unsigned kFailedLaneRank = 10;
+
 unsigned side_rank(const std::string& dev, const std::vector<std::string>& preferred,
                    const std::vector<std::string>& secondary) {
   if (preferred.empty() && secondary.empty()) return 0;
@@ -129,8 +137,11 @@ unsigned Endpoint::lane_rank(size_t lane, const RailPreference& rails) const {
   const wireup::Lane& l = selection_.lanes[lane];
   const wireup::LocalResource& local = worker_->local_resources()[l.local];
   if (local.dev_type != uct::DeviceType::Net) return 0;  // shared memory, self
-  return side_rank(local.dev_name, rails.local_preferred, rails.local_secondary) +
-         side_rank(peer_.ifaces[l.remote].dev_name, rails.remote_preferred, rails.remote_secondary);
+  const std::string& remote = peer_.ifaces[l.remote].dev_name;
+  const unsigned rank = side_rank(local.dev_name, rails.local_preferred, rails.local_secondary) +
+                        side_rank(remote, rails.remote_preferred, rails.remote_secondary);
+  if (!rails.same_device) return rank;
+  return 2 * rank + (device_base(local.dev_name) == device_base(remote) ? 0 : 1);
 }
 
 std::vector<LaneRank> Endpoint::rank_lanes(const RailPreference& rails) const {
@@ -141,6 +152,9 @@ std::vector<LaneRank> Endpoint::rank_lanes(const RailPreference& rails) const {
     out.push_back({lane, lane_rank(lane, rails), !is_error(runtime_[lane].status)});
   }
   std::stable_sort(out.begin(), out.end(), healthy_then_rank);
+  for (LaneRank& r : out) {
+    r.carries = r.healthy && (rails.round_robin || (out[0].healthy && r.rank == out[0].rank));
+  }
   return out;
 }
 
@@ -166,8 +180,9 @@ Endpoint::LanePlan Endpoint::lanes_for(proto::Op op, const proto::ProtoRange& ra
   plan.carrying = 0;
   for (const LaneRank& r : ranked) {
     plan.lanes.push_back(r.lane);
-    plan.rank.push_back(r.healthy ? r.rank : 5);
-    const bool best = r.healthy && r.rank == ranked[0].rank && ranked[0].healthy;
+    plan.rank.push_back(r.healthy ? r.rank : kFailedLaneRank);
+    const bool best =
+        r.healthy && (rails->round_robin || (r.rank == ranked[0].rank && ranked[0].healthy));
     if (best && (multi || plan.carrying == 0)) plan.carrying++;
   }
   plan.carrying = std::max<size_t>(plan.carrying, 1);

@@ -87,6 +87,13 @@ Status TransferEngine::Impl::start_ucp() {
   MC_ASSIGN_OR_RETURN(ucs::config::Sources sources, ucs::config::Sources::from_process());
   MC_ASSIGN_OR_RETURN(config_,
                       ucs::config::read_table<te::TeConfig>(te::te_config_table(), sources));
+  if (const std::string why = te::unsupported_knobs(config_); !why.empty()) {
+    MC_LOG(error) << "transfer engine: " << why;
+    return Status::Unsupported;
+  }
+  if (const std::string note = te::workers_note(config_); !note.empty()) {
+    MC_LOG(info) << "transfer engine: " << note;
+  }
   MC_ASSIGN_OR_RETURN(ucp::ContextConfig ucp_config,
                       ucs::config::read_table<ucp::ContextConfig>(ucp::context_config_table(),
                                                                   sources));
@@ -153,6 +160,7 @@ int TransferEngine::Impl::init(const std::string& conn, const std::string& local
     params.auth_token = config_.auth_token;
     params.max_pending = config_.rpc_max_pending;
     params.max_pending_per_peer = config_.rpc_max_pending_per_peer;
+    params.backlog = static_cast<int>(config_.handshake_listen_backlog);
     Result<std::unique_ptr<te::RpcServer>> rpc = te::RpcServer::start(
         params,
         [this](const std::string& name, std::string* error) { return describe(name, error); });

@@ -64,6 +64,8 @@ ucp::RailPreference TransferEngine::Impl::rail_preference(
     rails.remote_preferred = r->second.first;
     rails.remote_secondary = r->second.second;
   }
+  rails.same_device = config_.dest_device_affinity;
+  rails.round_robin = config_.path_roundrobin;
   return rails;
 }
 
@@ -88,19 +90,20 @@ void TransferEngine::Impl::log_path_locked(te::EpEntry& entry, const RemoteSegme
   os << "transfer engine: path to segment '" << seg.name << "' for " << local << " -> " << remote
      << " memory: ";
   if (!rails) {
-    os << "no device preference (no priority matrix entry on either side); lanes as UCP "
-          "chose them";
+    os << "no device preference (no priority matrix entry on either side, "
+          "MC_ENABLE_DEST_DEVICE_AFFINITY and MC_PATH_ROUNDROBIN off); lanes as UCP chose them";
   } else {
     const std::vector<ucp::LaneRank> ranked = entry.ep->rank_lanes(*rails);
     for (size_t i = 0; i < ranked.size(); ++i) {
       const ucp::LaneRank& r = ranked[i];
       os << (i ? ", " : "") << entry.ep->lanes().candidate_of(r.lane).name << " (rank " << r.rank
-         << (r.healthy ? "" : ", failed")
-         << (r.healthy && r.rank == ranked[0].rank ? ", carries" : ", stand-by") << ")";
+         << (r.healthy ? "" : ", failed") << (r.carries ? ", carries" : ", stand-by") << ")";
     }
     os << " [local preferred " << join(rails->local_preferred) << ", secondary "
        << join(rails->local_secondary) << "; remote preferred " << join(rails->remote_preferred)
-       << ", secondary " << join(rails->remote_secondary) << "]";
+       << ", secondary " << join(rails->remote_secondary)
+       << (rails->same_device ? "; same-name remote device first" : "")
+       << (rails->round_robin ? "; round robin over every healthy lane" : "") << "]";
   }
   MC_LOG(info) << os.str();
 }
@@ -158,7 +161,7 @@ int TransferEngine::Impl::segment_paths(SegmentHandle id, const void* local_addr
     info.remote_device = remote.tl_name + "/" + remote.dev_name;
     info.rank = static_cast<int>(r.rank);
     info.healthy = r.healthy;
-    info.carries = r.healthy && r.rank == ranked[0].rank && ranked[0].healthy;
+    info.carries = r.carries;
     info.bytes = e->ep->lane_runtime()[r.lane].rma_bytes;
     out.push_back(std::move(info));
   }

@@ -160,7 +160,7 @@ Status RpcServer::bind_listen() {
     const int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-        ::listen(fd, 128) == 0) {
+        ::listen(fd, params_.backlog) == 0) {
       listen_fd_ = fd;
       port_ = port;
       where_ = params_.bind_ip + ":" + std::to_string(port);

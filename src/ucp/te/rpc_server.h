@@ -46,6 +46,8 @@ class RpcServer {
     size_t max_pending = 64;
     /// The same for one peer IP address (MC_RPC_MAX_PENDING_PER_PEER).
     size_t max_pending_per_peer = 16;
+    /// listen() backlog of the listening socket (MC_HANDSHAKE_LISTEN_BACKLOG).
+    int backlog = 128;
     /// How long accepting pauses when the process is out of descriptors or memory.
     std::chrono::nanoseconds accept_backoff = std::chrono::milliseconds(100);
   };

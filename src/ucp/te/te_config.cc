@@ -29,7 +29,7 @@ const cfg::Table& te_config_table() {
                   &TeConfig::endpoint_store_type,
                   cfg::enum_parser<EndpointStoreType>(
                       {{"SIEVE", EndpointStoreType::Sieve}, {"FIFO", EndpointStoreType::Fifo}})),
-       cfg::field("MAX_EP_PER_CTX", "256",
+       cfg::field("MAX_EP_PER_CTX", "65536",
                   "Most endpoints one engine keeps open; opening one more evicts one (its "
                   "transfers in flight still complete).",
                   &TeConfig::max_ep_per_ctx, cfg::uint_parser(1, 1 << 20)),
@@ -49,8 +49,59 @@ const cfg::Table& te_config_table() {
                   &TeConfig::rpc_max_pending, cfg::uint_parser(1, 65536)),
        cfg::field("RPC_MAX_PENDING_PER_PEER", "16",
                   "The same bound for the connections from one IP address.",
-                  &TeConfig::rpc_max_pending_per_peer, cfg::uint_parser(1, 65536))});
+                  &TeConfig::rpc_max_pending_per_peer, cfg::uint_parser(1, 65536)),
+       cfg::field("HANDSHAKE_LISTEN_BACKLOG", "128",
+                  "Backlog of the RPC listener's socket (listen()): handshake connections the "
+                  "kernel queues before the listener accepts them. The kernel caps it at "
+                  "net.core.somaxconn.",
+                  &TeConfig::handshake_listen_backlog, cfg::uint_parser(1, 65535)),
+       cfg::field("WORKERS_PER_CTX", "auto",
+                  "Mooncake's worker threads per RDMA device. mc has no per-device threads: the "
+                  "engine's one progress thread drives every device's queues, and a transfer's "
+                  "slices are spread over devices by MC_MAX_RMA_RAILS and MC_SLICES_IN_FLIGHT. "
+                  "A value is accepted (1-64) and has no effect; init logs so at info level.",
+                  &TeConfig::workers_per_ctx, cfg::auto_parser(cfg::uint_parser(1, 64))),
+       cfg::field("ENABLE_DEST_DEVICE_AFFINITY", "n",
+                  "Among the lanes topology ranks equal, a transfer takes first those whose "
+                  "remote device has the local device's name (mlx5_0 to mlx5_0: rail-optimised "
+                  "fabrics). The engine's path report shows the ranks.",
+                  &TeConfig::dest_device_affinity, cfg::bool_parser()),
+       cfg::field("PATH_ROUNDROBIN", "n",
+                  "Round robin over the paths: the slices of a large transfer go over every "
+                  "healthy lane of the endpoint (MC_MAX_RMA_RAILS of them) instead of only the "
+                  "best-ranked; ranks then only order where a failed slice moves.",
+                  &TeConfig::path_roundrobin, cfg::bool_parser()),
+       cfg::field("INTRA_NVLINK", "n",
+                  "Mooncake: intra-node NVLink as the main transport. mc has no NVLink "
+                  "transport yet: when set, engine init fails naming this knob. Cannot be "
+                  "combined with MC_FORCE_MNNVL.",
+                  &TeConfig::intra_nvlink, cfg::bool_parser()),
+       cfg::field("FORCE_MNNVL", "n",
+                  "Mooncake: multi-node NVLink as the main transport whatever RDMA NICs exist. mc "
+                  "has no NVLink transport yet: when set, engine init fails naming this knob.",
+                  &TeConfig::force_mnnvl, cfg::bool_parser())});
   return table;
+}
+
+std::string unsupported_knobs(const TeConfig& config) {
+  if (config.intra_nvlink && config.force_mnnvl) {
+    return "MC_INTRA_NVLINK and MC_FORCE_MNNVL cannot be combined (intra-node and multi-node "
+           "NVLink exclude each other), and mc has no NVLink transport yet";
+  }
+  const char* knob = config.intra_nvlink  ? "MC_INTRA_NVLINK"
+                     : config.force_mnnvl ? "MC_FORCE_MNNVL"
+                                          : nullptr;
+  if (!knob) return "";
+  return std::string(knob) +
+         " is set, but mc has no NVLink transport yet; unset it (MC_TLS or MC_FORCE_TCP / "
+         "MC_FORCE_HCA choose among the transports mc has)";
+}
+
+std::string workers_note(const TeConfig& config) {
+  if (!config.workers_per_ctx) return "";
+  return "MC_WORKERS_PER_CTX=" + std::to_string(*config.workers_per_ctx) +
+         " has no effect: mc runs no worker threads per device; the engine's progress thread "
+         "drives every device (see MC_MAX_RMA_RAILS and MC_SLICES_IN_FLIGHT for spreading)";
 }
 
 void register_te_config_tables(cfg::Registry& registry) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ucs/config/parser.h"
@@ -23,12 +24,29 @@ struct TeConfig {
   size_t handshake_max_length = 1 << 20;                             ///< MC_HANDSHAKE_MAX_LENGTH
   ucs::config::Duration handshake_timeout{};                         ///< MC_HANDSHAKE_TIMEOUT
   EndpointStoreType endpoint_store_type = EndpointStoreType::Sieve;  ///< MC_ENDPOINT_STORE_TYPE
-  uint64_t max_ep_per_ctx = 256;                                     ///< MC_MAX_EP_PER_CTX
+  uint64_t max_ep_per_ctx = 65536;                                   ///< MC_MAX_EP_PER_CTX
   std::string rpc_bind_addr;                                         ///< MC_RPC_BIND_ADDR
   std::string auth_token;                                            ///< MC_AUTH_TOKEN
   uint64_t rpc_max_pending = 64;                                     ///< MC_RPC_MAX_PENDING
-  uint64_t rpc_max_pending_per_peer = 16;  ///< MC_RPC_MAX_PENDING_PER_PEER
+  uint64_t rpc_max_pending_per_peer = 16;   ///< MC_RPC_MAX_PENDING_PER_PEER
+  uint64_t handshake_listen_backlog = 128;  ///< MC_HANDSHAKE_LISTEN_BACKLOG: listen() backlog
+  /// MC_WORKERS_PER_CTX: Mooncake's worker threads per device; accepted and
+  /// logged (workers_note()), one progress thread drives every device here.
+  std::optional<uint64_t> workers_per_ctx;
+  bool dest_device_affinity = false;  ///< MC_ENABLE_DEST_DEVICE_AFFINITY (RailPreference)
+  bool path_roundrobin = false;       ///< MC_PATH_ROUNDROBIN (RailPreference)
+  bool intra_nvlink = false;          ///< MC_INTRA_NVLINK: refused by init (no NVLink transport)
+  bool force_mnnvl = false;           ///< MC_FORCE_MNNVL: refused by init (no NVLink transport)
 };
+
+/// Why `config` cannot start an engine: the NVLink knobs (MC_INTRA_NVLINK,
+/// MC_FORCE_MNNVL) ask for a transport mc does not have. Empty when it can.
+/// Pure; thread-safe.
+std::string unsupported_knobs(const TeConfig& config);
+
+/// The line init() logs when MC_WORKERS_PER_CTX is set (empty when not):
+/// what mc does instead of Mooncake's per-device worker threads.
+std::string workers_note(const TeConfig& config);
 
 const ucs::config::Table& te_config_table();
 

@@ -124,5 +124,63 @@ TEST_F(TePaths, WithoutMatrixEntriesBothRailsCarry) {
   EXPECT_EQ(target.stop(), 0) << target.log();
 }
 
+// MC_PATH_ROUNDROBIN: the same preference (the matrix prefers the second
+// device) still ranks the paths, but every healthy one carries.
+TEST_F(TePaths, PathRoundRobinLetsEveryHealthyRailCarry) {
+  TargetProcess target;
+  ASSERT_TRUE(target.start("P2PHANDSHAKE", "127.0.0.1", kSize, kSeed, env_, false,
+                           {"--location", "cpu:0"}));
+  std::unique_ptr<TransferEngine> engine;
+  {
+    std::map<std::string, std::string> env = env_;
+    env["MC_PATH_ROUNDROBIN"] = "y";
+    ScopedEnv scoped(env);
+    engine = std::make_unique<TransferEngine>();
+    ASSERT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  }
+  const SegmentHandle seg = engine->openSegment(target.segment());
+  ASSERT_GE(seg, 0);
+  round_trip(*engine, seg, target.addr(), kSeed);
+  ASSERT_EQ(paths_.size(), 2u);
+  EXPECT_EQ(paths_[0].local_device, "tcp/" + dev_);
+  EXPECT_EQ(paths_[0].rank, 0);
+  EXPECT_EQ(paths_[1].rank, 4);
+  for (const SegmentPathInfo& p : paths_) {
+    EXPECT_TRUE(p.carries) << p.local_device;
+    EXPECT_GT(p.bytes, 0u) << p.local_device;
+  }
+  EXPECT_EQ(paths_[0].bytes + paths_[1].bytes, 3 * kSize);
+  EXPECT_EQ(target.stop(), 0) << target.log();
+}
+
+// MC_ENABLE_DEST_DEVICE_AFFINITY: ranks become 2 x rank + (0 when the remote
+// device has the local device's name, else 1). Both tcp paths pair
+// same-name devices (lo does not reach the other device), so each gets the
+// even rank and the preferred device still carries alone.
+TEST_F(TePaths, DestDeviceAffinityRanksSameNamePathsEven) {
+  TargetProcess target;
+  ASSERT_TRUE(target.start("P2PHANDSHAKE", "127.0.0.1", kSize, kSeed, env_, false,
+                           {"--location", "cpu:0"}));
+  std::unique_ptr<TransferEngine> engine;
+  {
+    std::map<std::string, std::string> env = env_;
+    env["MC_ENABLE_DEST_DEVICE_AFFINITY"] = "y";
+    ScopedEnv scoped(env);
+    engine = std::make_unique<TransferEngine>();
+    ASSERT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  }
+  const SegmentHandle seg = engine->openSegment(target.segment());
+  ASSERT_GE(seg, 0);
+  round_trip(*engine, seg, target.addr(), kSeed);
+  ASSERT_EQ(paths_.size(), 2u);
+  EXPECT_EQ(paths_[0].local_device, "tcp/" + dev_);
+  EXPECT_EQ(paths_[0].rank, 0);
+  EXPECT_TRUE(paths_[0].carries);
+  EXPECT_EQ(paths_[1].local_device, "tcp/lo");
+  EXPECT_EQ(paths_[1].rank, 8) << "2 x 4, the names match";
+  EXPECT_FALSE(paths_[1].carries);
+  EXPECT_EQ(target.stop(), 0) << target.log();
+}
+
 }  // namespace
 }  // namespace mc::te::test

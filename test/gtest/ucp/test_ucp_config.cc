@@ -146,5 +146,87 @@ TEST(UcpConfig, UnknownTransportsAndDevicesAreNamed) {
   EXPECT_NE((*ctx)->filter_problems().find("MC_TLS names 'nonexistent'"), std::string::npos);
 }
 
+ContextConfig config_of(const std::map<std::string, std::string>& vars) {
+  Result<cfg::Sources> sources = cfg::Sources::from(vars, {});
+  EXPECT_TRUE(sources.ok());
+  Result<ContextConfig> c = cfg::read_table<ContextConfig>(context_config_table(), *sources);
+  EXPECT_TRUE(c.ok());
+  return c.ok() ? *c : ContextConfig{};
+}
+
+// MC_FORCE_TCP and MC_FORCE_HCA, Mooncake's knobs, are MC_TLS=tcp and
+// MC_TLS=rc_verbs,rc_mlx5, decided in choose_tls alone: either wins over
+// MC_TLS (with a note), both are an error naming both.
+TEST(UcpConfig, ForcedTransportsAreMcTlsAndWinOverIt) {
+  std::string error;
+  Result<TlsChoice> plain = choose_tls(config_of({{"MC_TLS", "sm,tcp"}}), &error);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->origin, "MC_TLS=sm,tcp");
+  EXPECT_TRUE(plain->note.empty());
+  EXPECT_TRUE(tl_allowed(plain->tls, "sm"));
+
+  Result<TlsChoice> tcp = choose_tls(config_of({{"MC_FORCE_TCP", "y"}}), &error);
+  ASSERT_TRUE(tcp.ok());
+  EXPECT_EQ(tcp->origin, "MC_FORCE_TCP=y (as MC_TLS=tcp)");
+  EXPECT_TRUE(tcp->note.empty()) << "MC_TLS was not set";
+  EXPECT_TRUE(tl_allowed(tcp->tls, "tcp"));
+  for (const char* tl : {"sm", "self", "rc_verbs", "rc_mlx5", "cuda_copy"}) {
+    EXPECT_FALSE(tl_allowed(tcp->tls, tl)) << tl;
+  }
+  EXPECT_FALSE(tcp->rdma_required);
+
+  Result<TlsChoice> wins = choose_tls(config_of({{"MC_FORCE_TCP", "1"}, {"MC_TLS", "sm"}}), &error);
+  ASSERT_TRUE(wins.ok());
+  EXPECT_EQ(wins->note, "MC_FORCE_TCP=y wins over MC_TLS=sm: transports tcp");
+  EXPECT_FALSE(tl_allowed(wins->tls, "sm"));
+
+  Result<TlsChoice> hca =
+      choose_tls(config_of({{"MC_FORCE_HCA", "yes"}, {"MC_TLS", "tcp"}}), &error);
+  ASSERT_TRUE(hca.ok());
+  EXPECT_TRUE(hca->rdma_required);
+  EXPECT_TRUE(tl_allowed(hca->tls, "rc_verbs"));
+  EXPECT_TRUE(tl_allowed(hca->tls, "rc_mlx5"));
+  EXPECT_FALSE(tl_allowed(hca->tls, "tcp"));
+  EXPECT_NE(hca->note.find("MC_FORCE_HCA=y wins over MC_TLS=tcp"), std::string::npos) << hca->note;
+
+  EXPECT_EQ(choose_tls(config_of({{"MC_FORCE_TCP", "y"}, {"MC_FORCE_HCA", "y"}}), &error).status(),
+            ucs::Status::InvalidParam);
+  EXPECT_NE(error.find("MC_FORCE_TCP and MC_FORCE_HCA cannot both be set"), std::string::npos)
+      << error;
+}
+
+// In a context: MC_FORCE_TCP leaves only tcp resources enabled, each other
+// one filtered naming the knob; MC_FORCE_HCA without a usable RDMA device
+// fails the context with NoDevice.
+TEST(UcpConfig, ForcedTransportsFilterTheContext) {
+  Result<cfg::Sources> sources =
+      cfg::Sources::from({{"MC_FORCE_TCP", "y"}, {"MC_TLS", "sm,self"}}, {});
+  ASSERT_TRUE(sources.ok());
+  ContextParams params;
+  params.sources = &*sources;
+  Result<std::unique_ptr<Context>> ctx = Context::create(params);
+  ASSERT_TRUE(ctx.ok());
+  bool saw_tcp = false;
+  for (const ResourceInfo& r : (*ctx)->resources()) {
+    if (r.tl.tl_name == "tcp") {
+      saw_tcp = saw_tcp || r.enabled;
+    } else {
+      EXPECT_FALSE(r.enabled) << r.name();
+      EXPECT_EQ(r.reason, "filtered by MC_FORCE_TCP=y (as MC_TLS=tcp)") << r.name();
+    }
+  }
+  EXPECT_TRUE(saw_tcp);
+
+  // No RDMA device of that name anywhere: the context cannot be made.
+  sources = cfg::Sources::from({{"MC_FORCE_HCA", "y"}, {"MC_IB_DEVICES", "mc_no_such_hca"}}, {});
+  ASSERT_TRUE(sources.ok());
+  params.sources = &*sources;
+  EXPECT_EQ(Context::create(params).status(), ucs::Status::NoDevice);
+  sources = cfg::Sources::from({{"MC_FORCE_HCA", "y"}, {"MC_FORCE_TCP", "y"}}, {});
+  ASSERT_TRUE(sources.ok());
+  params.sources = &*sources;
+  EXPECT_EQ(Context::create(params).status(), ucs::Status::InvalidParam);
+}
+
 }  // namespace
 }  // namespace mc::ucp::test

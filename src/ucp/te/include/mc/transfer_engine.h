@@ -78,10 +78,13 @@ struct SegmentBufferInfo {
 struct SegmentPathInfo {
   std::string local_device;   ///< transport/device here: "tcp/eth0"
   std::string remote_device;  ///< transport/device at the segment's owner
-  int rank;                   ///< 0 (both devices preferred) .. 4 (neither listed)
-  bool carries;               ///< takes the slices of such a transfer now
-  bool healthy;               ///< false once the lane failed
-  uint64_t bytes;             ///< payload of writes and reads posted on it so far
+  /// 0 (both devices preferred) .. 4 (neither listed); with
+  /// MC_ENABLE_DEST_DEVICE_AFFINITY 2 x that, + 1 when the two device names differ
+  int rank;
+  bool carries;    ///< takes the slices of such a transfer now (every healthy path:
+                   ///< MC_PATH_ROUNDROBIN)
+  bool healthy;    ///< false once the lane failed
+  uint64_t bytes;  ///< payload of writes and reads posted on it so far
 };
 
 /// Thread safety: every method may be called from any thread concurrently.

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Transfer Engine knobs of the Mooncake document that mc answers in the
+// engine: MC_HANDSHAKE_LISTEN_BACKLOG reaches the RPC listener's listen()
+// (read back from the kernel through sock_diag), MC_INTRA_NVLINK and
+// MC_FORCE_MNNVL fail init naming themselves, MC_WORKERS_PER_CTX is
+// accepted and logged, MC_FORCE_TCP makes the engine's paths tcp.
+#include <gtest/gtest.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <optional>
+
+#include "common/log_capture.h"
+#include "te/te_test_util.h"
+#include "ucs/log/log.h"
+#include "uct/base/component_loader.h"
+
+namespace mc::te::test {
+namespace {
+
+// The backlog of the TCP socket listening on IPv4 port `port`, as the
+// kernel keeps it (inet_diag reports sk_max_ack_backlog as the write queue
+// of a listening socket); nullopt when there is none.
+std::optional<uint32_t> listen_backlog(uint16_t port) {
+  const int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (fd < 0) return std::nullopt;
+  struct {
+    nlmsghdr nlh;
+    inet_diag_req_v2 req;
+  } msg{};
+  msg.nlh.nlmsg_len = sizeof(msg);
+  msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  msg.req.sdiag_family = AF_INET;
+  msg.req.sdiag_protocol = IPPROTO_TCP;
+  msg.req.idiag_states = 1u << TCP_LISTEN;
+  std::optional<uint32_t> found;
+  if (send(fd, &msg, sizeof(msg), 0) == static_cast<ssize_t>(sizeof(msg))) {
+    alignas(nlmsghdr) char buf[16384];
+    for (bool done = false; !done;) {
+      const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      int left = static_cast<int>(n);
+      for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+        if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+          done = true;
+          break;
+        }
+        const auto* d = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+        if (ntohs(d->id.idiag_sport) == port) found = d->idiag_wqueue;
+      }
+    }
+  }
+  close(fd);
+  return found;
+}
+
+uint16_t port_of(const std::string& ip_port) {
+  return static_cast<uint16_t>(std::stoi(ip_port.substr(ip_port.rfind(':') + 1)));
+}
+
+TEST(TeKnobs, HandshakeListenBacklogReachesListen) {
+  {
+    ScopedEnv env(std::map<std::string, std::string>{{"MC_HANDSHAKE_LISTEN_BACKLOG", "7"}});
+    TransferEngine engine;
+    ASSERT_EQ(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+    EXPECT_EQ(listen_backlog(port_of(engine.getLocalIpAndPort())), std::optional<uint32_t>(7));
+  }
+  {
+    TransferEngine engine;  // Mooncake's default, 128 (below any somaxconn of today)
+    ASSERT_EQ(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+    EXPECT_EQ(listen_backlog(port_of(engine.getLocalIpAndPort())), std::optional<uint32_t>(128));
+  }
+  mc::test::LogCapture sink(google::GLOG_ERROR);
+  ScopedEnv env(std::map<std::string, std::string>{{"MC_HANDSHAKE_LISTEN_BACKLOG", "0"}});
+  TransferEngine engine;
+  EXPECT_NE(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  EXPECT_NE(sink.text().find("MC_HANDSHAKE_LISTEN_BACKLOG"), std::string::npos) << sink.text();
+}
+
+// mc has no NVLink transport: each knob fails init naming itself, and both
+// together say they cannot be combined.
+TEST(TeKnobs, NvlinkKnobsFailInitNamingThem) {
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{{"MC_INTRA_NVLINK", "1"}}, "MC_INTRA_NVLINK is set, but mc has no NVLink transport yet"},
+      {{{"MC_FORCE_MNNVL", "y"}}, "MC_FORCE_MNNVL is set, but mc has no NVLink transport yet"},
+      {{{"MC_INTRA_NVLINK", "y"}, {"MC_FORCE_MNNVL", "true"}},
+       "MC_INTRA_NVLINK and MC_FORCE_MNNVL cannot be combined"}};
+  for (const auto& [vars, why] : cases) {
+    mc::test::LogCapture sink(google::GLOG_ERROR);
+    ScopedEnv env(vars);
+    TransferEngine engine;
+    EXPECT_NE(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0) << why;
+    EXPECT_NE(sink.text().find(why), std::string::npos) << sink.text();
+  }
+  ScopedEnv off({{"MC_INTRA_NVLINK", "n"}, {"MC_FORCE_MNNVL", "0"}});
+  TransferEngine engine;
+  EXPECT_EQ(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+}
+
+// Accepted (not warned about as unknown) and logged as having no effect.
+TEST(TeKnobs, WorkersPerCtxIsAcceptedAndSaysWhatMcDoes) {
+  mc::test::LogCapture sink(google::GLOG_INFO);
+  const ucs::LogLevel level = ucs::log_level();
+  ucs::log_set_level(ucs::LogLevel::Info);
+  {
+    ScopedEnv env(std::map<std::string, std::string>{{"MC_WORKERS_PER_CTX", "4"}});
+    TransferEngine engine;
+    EXPECT_EQ(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  }
+  ucs::log_set_level(level);
+  const std::string log = sink.text();
+  EXPECT_NE(log.find("MC_WORKERS_PER_CTX=4 has no effect: mc runs no worker threads per device"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("unknown configuration variable MC_WORKERS_PER_CTX"), std::string::npos)
+      << log;
+  ScopedEnv bad(std::map<std::string, std::string>{{"MC_WORKERS_PER_CTX", "0"}});
+  TransferEngine engine;
+  EXPECT_NE(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+}
+
+// MC_FORCE_TCP on both sides: the engine's paths are tcp though MC_TLS asks
+// for shared memory only.
+TEST(TeKnobs, ForceTcpMakesThePathsTcp) {
+  if (!uct::find_component("tcp")) GTEST_SKIP() << "tcp transport is not available";
+  const std::map<std::string, std::string> vars = {{"MC_FORCE_TCP", "y"}, {"MC_TLS", "sm"}};
+  constexpr size_t kSize = 1 << 20;
+  TargetProcess target;
+  ASSERT_TRUE(target.start("P2PHANDSHAKE", "127.0.0.1", kSize, 5, vars));
+  std::unique_ptr<TransferEngine> engine;
+  {
+    ScopedEnv env(vars);
+    engine = std::make_unique<TransferEngine>();
+    ASSERT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  }
+  std::vector<uint8_t> local(kSize, 0);
+  ASSERT_EQ(engine->registerLocalMemory(local.data(), kSize, "cpu:0"), 0);
+  const SegmentHandle seg = engine->openSegment(target.segment());
+  ASSERT_GE(seg, 0);
+  std::vector<TransferRequest> reqs = {
+      {TransferRequest::READ, local.data(), seg, target.addr(), kSize}};
+  for (const TransferStatus& st : run_batch(*engine, reqs)) EXPECT_EQ(st.s, COMPLETED);
+  for (size_t i = 0; i < kSize; i += 4099) ASSERT_EQ(local[i], pattern(5, i)) << i;
+  std::vector<SegmentPathInfo> paths;
+  ASSERT_EQ(engine->getSegmentPaths(seg, paths, local.data(), target.addr()), 0);
+  ASSERT_FALSE(paths.empty());
+  for (const SegmentPathInfo& p : paths) {
+    EXPECT_EQ(p.local_device.rfind("tcp/", 0), 0u) << p.local_device;
+    EXPECT_EQ(p.remote_device.rfind("tcp/", 0), 0u) << p.remote_device;
+  }
+  EXPECT_EQ(engine->unregisterLocalMemory(local.data()), 0);
+  EXPECT_EQ(target.stop(), 0) << target.log();
+}
+
+}  // namespace
+}  // namespace mc::te::test
