@@ -127,5 +127,65 @@ json_ok "mc_info -f --json: values, origins and docs" "$tmp/cj" \
 json_ok "mc_info -d --json: tcp on lo with its attributes" "$tmp/dj" \
   "[t['bandwidth_Bps'] > 0 for c in d['components'] for m in c['memory_domains'] for t in m.get('transports', []) if t['transport'] == 'tcp' and t['device'] == 'lo'] == [True]"
 
+# The Mooncake document's knobs: none is warned about as unknown, mc_info -f
+# documents each, and each shows its effect or its refusal.
+knobs="MC_FORCE_TCP MC_FORCE_HCA MC_WORKERS_PER_CTX MC_PATH_ROUNDROBIN MC_ENABLE_DEST_DEVICE_AFFINITY
+  MC_IB_PCI_RELAXED_ORDERING MC_HANDSHAKE_LISTEN_BACKLOG MC_NUM_COMP_CHANNELS_PER_CTX MC_INTRA_NVLINK
+  MC_FORCE_MNNVL MC_IB_TC MC_LOG_LEVEL MC_MAX_EP_PER_CTX"
+"$info" -f > "$tmp/f" 2>&1 || fail "mc_info -f exited non-zero"
+for k in $knobs; do
+  expect "mc_info -f documents $k" "$tmp/f" "^$k="
+  awk -v k="$k" '/^# / { doc = doc $0 } /^MC_/ { if (index($0, k "=") == 1 && doc ~ /[a-z]/) ok = 1; doc = "" }
+    END { exit !ok }' "$tmp/f" || fail "mc_info -f: $k has no doc line"
+done
+MC_FORCE_TCP=n MC_FORCE_HCA=0 MC_WORKERS_PER_CTX=2 MC_PATH_ROUNDROBIN=y MC_ENABLE_DEST_DEVICE_AFFINITY=y \
+  MC_IB_PCI_RELAXED_ORDERING=y MC_HANDSHAKE_LISTEN_BACKLOG=64 MC_NUM_COMP_CHANNELS_PER_CTX=2 \
+  MC_INTRA_NVLINK=n MC_FORCE_MNNVL=n MC_LOG_LEVEL=WARNING MC_IB_TC=-1 \
+  "$info" -e loopback > "$tmp/known" 2>&1 || fail "mc_info -e loopback with the Mooncake knobs exited non-zero"
+if grep -q 'unknown configuration variable' "$tmp/known"; then
+  fail "a Mooncake knob is warned about as unknown"; grep 'unknown configuration' "$tmp/known" | sed 's/^/    /'
+else
+  pass "the Mooncake knobs are known"
+fi
+MC_LOG_LEVEL=Warning "$info" -c > "$tmp/c" 2>&1 || fail "MC_LOG_LEVEL=Warning refused"
+expect "MC_LOG_LEVEL=Warning is warn" "$tmp/c" "^MC_LOG_LEVEL=warn$"
+expect "MC_MAX_EP_PER_CTX defaults to 65536" "$tmp/c" "^MC_MAX_EP_PER_CTX=65536$"
+expect "MC_IB_TC defaults to -1" "$tmp/c" "^MC_IB_TC=-1$"
+expect "MC_HANDSHAKE_LISTEN_BACKLOG defaults to 128" "$tmp/c" "^MC_HANDSHAKE_LISTEN_BACKLOG=128$"
+MC_LOG_LEVEL=loudest "$info" -c > "$tmp/badlog" 2>&1 && fail "MC_LOG_LEVEL=loudest accepted"
+expect "MC_LOG_LEVEL=loudest named" "$tmp/badlog" "'loudest' for MC_LOG_LEVEL"
+for bad in MC_IB_TC=256 MC_HANDSHAKE_LISTEN_BACKLOG=0 MC_WORKERS_PER_CTX=65 MC_FORCE_TCP=maybe \
+           MC_INTRA_NVLINK=2 MC_NUM_COMP_CHANNELS_PER_CTX=0 MC_IB_PCI_RELAXED_ORDERING=on-ish; do
+  env "$bad" "$info" -c > "$tmp/badc" 2>&1
+  expect "bad value named: $bad" "$tmp/badc" "invalid value '${bad#*=}' for ${bad%%=*}"
+done
+
+MC_FORCE_TCP=y MC_TLS=sm timeout 60 "$info" -e loopback > "$tmp/ftcp" 2>&1 ||
+  fail "MC_FORCE_TCP=y mc_info -e loopback exited non-zero"
+expect "MC_FORCE_TCP=y: lane 0 is tcp" "$tmp/ftcp" "^  lane 0: tcp/[^ ]+ -> tcp/"
+expect "MC_FORCE_TCP=y: others filtered naming it" "$tmp/ftcp" \
+  "^  rejected sm/[^ ]+: filtered: filtered by MC_FORCE_TCP=y \(as MC_TLS=tcp\)"
+expect "MC_FORCE_TCP=y wins over MC_TLS=sm, with a warning" "$tmp/ftcp" "MC_FORCE_TCP=y wins over MC_TLS=sm"
+MC_FORCE_TCP=y MC_FORCE_HCA=y "$info" -e loopback > "$tmp/both" 2>&1 && fail "MC_FORCE_TCP and MC_FORCE_HCA accepted"
+expect "MC_FORCE_TCP with MC_FORCE_HCA: both named" "$tmp/both" "MC_FORCE_TCP and MC_FORCE_HCA cannot both be set"
+MC_FORCE_HCA=y MC_IB_DEVICES=mc_no_such_hca "$info" -e loopback > "$tmp/hca" 2>&1 &&
+  fail "MC_FORCE_HCA=y without an RDMA device accepted"
+expect "MC_FORCE_HCA=y without an RDMA device fails naming it" "$tmp/hca" \
+  "MC_FORCE_HCA=y, but no RDMA device is usable"
+fabric=info-check-$$
+if MC_FORCE_HCA=y MC_IB_PROVIDER=soft MC_IB_SOFT_FABRIC=$fabric timeout 60 "$info" -e loopback > "$tmp/soft" 2>&1; then
+  expect "MC_FORCE_HCA=y on the soft provider: lane 0 is rc" "$tmp/soft" "^  lane 0: rc_(verbs|mlx5)/mcsoft"
+  MC_IB_PCI_RELAXED_ORDERING=y MC_IB_PROVIDER=soft MC_IB_SOFT_FABRIC=$fabric "$info" -d > "$tmp/ro" 2>&1
+  expect "MC_IB_PCI_RELAXED_ORDERING=y: mc_info -d says on" "$tmp/ro" "PCIe relaxed ordering: on for host memory"
+  MC_IB_PROVIDER=soft MC_IB_SOFT_FABRIC=$fabric "$info" -d > "$tmp/ro0" 2>&1
+  expect "MC_IB_PCI_RELAXED_ORDERING unset: mc_info -d says off" "$tmp/ro0" \
+    "PCIe relaxed ordering: off \(MC_IB_PCI_RELAXED_ORDERING=n\)"
+elif grep -q "no RDMA device is usable" "$tmp/soft"; then
+  echo "skip: no rc transport in this build (MC_FORCE_HCA on the soft provider)"
+else
+  fail "MC_FORCE_HCA=y on the soft provider"; sed 's/^/    /' "$tmp/soft"
+fi
+rm -f "/dev/shm/mc-ibsoft-$fabric"
+
 echo "$failures failure(s)"
 [ $failures -eq 0 ]

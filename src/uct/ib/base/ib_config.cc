@@ -21,6 +21,27 @@ ucs::config::Parser<uint64_t> mtu_parser() {
   return p;
 }
 
+// -1 (Mooncake's default): leave the traffic class to the device.
+ucs::config::Parser<std::optional<uint64_t>> traffic_class_parser() {
+  const ucs::config::Parser<uint64_t> inner = ucs::config::uint_parser(0, 255);
+  ucs::config::Parser<std::optional<uint64_t>> p;
+  p.syntax = "-1 (the device's default), or " + inner.syntax;
+  p.parse = [inner](std::string_view text, std::optional<uint64_t>* out) {
+    if (ucs::config::trim(text) == "-1") {
+      *out = std::nullopt;
+      return ucs::Status::Ok;
+    }
+    uint64_t v = 0;
+    MC_RETURN_IF_ERROR(inner.parse(text, &v));
+    *out = v;
+    return ucs::Status::Ok;
+  };
+  p.format = [inner](const std::optional<uint64_t>& v) {
+    return v ? inner.format(*v) : std::string("-1");
+  };
+  return p;
+}
+
 }  // namespace
 
 const ucs::config::Table& ib_config_table() {
@@ -53,8 +74,10 @@ const ucs::config::Table& ib_config_table() {
              "Path MTU of the queue pairs in bytes; auto: the port's active MTU. A value above "
              "the active MTU is lowered to it.",
              &IbConfig::mtu, ucs::config::auto_parser(mtu_parser())),
-       field("IB_TC", "0", "Traffic class of the GRH (RoCE DSCP << 2).", &IbConfig::traffic_class,
-             ucs::config::uint_parser(0, 255)),
+       field("IB_TC", "-1",
+             "Traffic class of the GRH (RoCE DSCP << 2); -1: the device's default (the GRH "
+             "carries 0, which the device's configured default traffic class replaces).",
+             &IbConfig::traffic_class, traffic_class_parser()),
        field("PKEY_INDEX", "0", "P_Key table index of the queue pairs.", &IbConfig::pkey_index,
              ucs::config::uint_parser(0, 65535)),
        field("IB_SL", "0", "Service level of the queue pairs.", &IbConfig::service_level,
@@ -82,7 +105,13 @@ const ucs::config::Table& ib_config_table() {
        field("IB_SYS_MODULE", "/sys/module",
              "Directory of the loaded kernel modules, where the peer-memory path looks for "
              "nvidia_peermem and nv_peer_mem (a fixture tree in tests).",
-             &IbConfig::sys_module, ucs::config::string_parser())});
+             &IbConfig::sys_module, ucs::config::string_parser()),
+       field("IB_PCI_RELAXED_ORDERING", "n",
+             "Register memory with PCIe relaxed ordering (IBV_ACCESS_RELAXED_ORDERING, through "
+             "ibv_reg_mr_iova2 of rdma-core 28+), which can speed up the NIC's DMA; a device "
+             "without it ignores the flag. Without rdma-core support it stays off, with a "
+             "warning. mc_info -d says whether it is on.",
+             &IbConfig::relaxed_ordering, ucs::config::bool_parser())});
   return table;
 }
 

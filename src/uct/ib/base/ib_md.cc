@@ -68,7 +68,21 @@ IbMd::IbMd(std::string name, const VerbsOps* ops, const IbConfig& config, std::s
   if (devices_.empty()) {
     MC_LOG_ONCE(info) << name_ << ": " << why_;
   }
+  relaxed_ = config_.relaxed_ordering && ops_ && ops_->reg_mr_iova2;
+  if (config_.relaxed_ordering && !relaxed_ && !devices_.empty()) {
+    MC_LOG_ONCE(warn) << name_ << ": " << describe_relaxed_ordering();
+  }
   MC_LOG(debug) << name_ << ": " << gpu_.describe();
+}
+
+std::string IbMd::describe_relaxed_ordering() const {
+  if (relaxed_) {
+    return "PCIe relaxed ordering: on for host memory (MC_IB_PCI_RELAXED_ORDERING=y, "
+           "ibv_reg_mr_iova2)";
+  }
+  if (!config_.relaxed_ordering) return "PCIe relaxed ordering: off (MC_IB_PCI_RELAXED_ORDERING=n)";
+  return "PCIe relaxed ordering: off although MC_IB_PCI_RELAXED_ORDERING=y: the verbs library "
+         "has no ibv_reg_mr_iova2 (rdma-core 28 or later has it)";
 }
 
 MdAttr IbMd::query() const {
@@ -78,6 +92,7 @@ MdAttr IbMd::query() const {
   if (gpu_.path() != IbGpuReg::Path::None) attr.reg_mem_types |= mem_type_bit(MemType::Cuda);
   attr.access_mem_types = attr.reg_mem_types;  // the NIC reaches what it registered
   attr.notes.push_back(gpu_.describe());
+  attr.notes.push_back(describe_relaxed_ordering());
   attr.reg_cost = LinearFunc{16e-6, 0.06e-9};  // pinning dominates: per call and per page
   attr.max_reg = devices_.empty() ? 0 : devices_[0]->device_attr().max_mr_size;
   attr.rkey_packed_size =
@@ -150,11 +165,14 @@ Result<std::shared_ptr<IbRegion>> IbMd::region_reg(uintptr_t start, size_t lengt
     MC_ASSIGN_OR_RETURN(dmabuf, gpu_dmabuf(start, length));
   }
   // The dma-buf fd is only needed while registering: it closes on return.
-  const char* call = dmabuf ? "ibv_reg_dmabuf_mr" : "ibv_reg_mr";
+  const char* call = dmabuf ? "ibv_reg_dmabuf_mr" : relaxed_ ? "ibv_reg_mr_iova2" : "ibv_reg_mr";
   for (const auto& d : devices_) {
+    // Relaxed ordering is an optional flag: only ibv_reg_mr_iova2 takes it.
     ibv_mr* mr =
         dmabuf ? ops_->reg_dmabuf_mr(d->pd(), dmabuf->offset(), length, start, dmabuf->fd(), access)
-               : ops_->reg_mr(d->pd(), reinterpret_cast<void*>(start), length, access);
+        : relaxed_ ? ops_->reg_mr_iova2(d->pd(), reinterpret_cast<void*>(start), length, start,
+                                        static_cast<unsigned>(access | IBV_ACCESS_RELAXED_ORDERING))
+                   : ops_->reg_mr(d->pd(), reinterpret_cast<void*>(start), length, access);
     if (!mr) {
       // The MRs already made go with `region`.
       const int err = errno;

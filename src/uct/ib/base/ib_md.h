@@ -81,6 +81,11 @@ class IbMd : public MemoryDomain {
   const VerbsOps* ops() const { return ops_; }
   const std::string& no_device_reason() const { return why_; }
   const IbGpuReg& gpu_reg() const { return gpu_; }
+  /// Whether host memory is registered with PCIe relaxed ordering
+  /// (MC_IB_PCI_RELAXED_ORDERING and a provider with ibv_reg_mr_iova2).
+  bool relaxed_ordering() const { return relaxed_; }
+  /// The mc_info -d note on relaxed ordering: on, off, or why not.
+  std::string describe_relaxed_ordering() const;
 
  private:
   std::shared_ptr<IbRegion> region_get(uintptr_t start, size_t length, int access, MemType type);
@@ -96,6 +101,7 @@ class IbMd : public MemoryDomain {
   std::string why_;
   std::vector<std::unique_ptr<IbDevice>> devices_;
   IbGpuReg gpu_;
+  bool relaxed_ = false;
   // The registration cache: live regions by start address; `lock_` guards
   // it and is never held across a registration call. It never hooks
   // malloc, so it only shares a region while some handle holds it: a

@@ -149,6 +149,8 @@ Loaded load() {
   }
   // Optional: rdma-core before 34 has no dma-buf registration.
   o.reg_dmabuf_mr = reinterpret_cast<decltype(o.reg_dmabuf_mr)>(dlsym(lib, "ibv_reg_dmabuf_mr"));
+  // Optional: rdma-core before 28 has no optional access flags.
+  o.reg_mr_iova2 = reinterpret_cast<decltype(o.reg_mr_iova2)>(dlsym(lib, "ibv_reg_mr_iova2"));
   o.post_send = real_post_send;
   o.post_recv = real_post_recv;
   o.poll_cq = real_poll_cq;

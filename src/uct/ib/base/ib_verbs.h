@@ -58,6 +58,11 @@ struct VerbsOps {
   /// when the provider has none: no dma-buf registration.
   ibv_mr* (*reg_dmabuf_mr)(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd,
                            int access) = nullptr;
+  /// ibv_reg_mr_iova2 (rdma-core 28+): the registration that takes the
+  /// optional access flags (IBV_ACCESS_RELAXED_ORDERING), dropping those the
+  /// device lacks. Null when the provider has none: no relaxed ordering.
+  ibv_mr* (*reg_mr_iova2)(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+                          unsigned int access) = nullptr;
   ibv_comp_channel* (*create_comp_channel)(ibv_context* context) = nullptr;
   int (*destroy_comp_channel)(ibv_comp_channel* channel) = nullptr;
   ibv_cq* (*create_cq)(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,

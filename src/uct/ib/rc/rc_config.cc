@@ -30,6 +30,10 @@ const ucs::config::Table& rc_config_table() {
              "Entries of each completion queue; work requests beyond what they can report "
              "return NoResource.",
              &RcConfig::max_cqe_per_ctx, uint_parser(64, 65536)),
+       field("NUM_COMP_CHANNELS_PER_CTX", "1",
+             "Completion channels of an iface (its event fd waits on all of them); its send "
+             "CQs and then its receive CQ report to them in turn.",
+             &RcConfig::num_comp_channels_per_ctx, uint_parser(1, 64)),
        field("RC_SEG_SIZE", "8k",
              "Bounce buffer and receive buffer size: the largest bcopy put or get and the "
              "largest active message.",

@@ -34,19 +34,13 @@ Result<std::unique_ptr<RcIface>> RcIface::create(IbMd* md, size_t dev_index, con
 Status RcIface::init(uint32_t oob_ip) {
   const VerbsOps& ops = dev_->ops();
   const int cqe = static_cast<int>(config_.max_cqe_per_ctx);
-  // The completion channel makes the event fd; without one the iface is
-  // polled only (no kCapEventFd).
-  channel_ = ops.create_comp_channel(dev_->context());
-  if (!channel_) {
-    MC_LOG_ONCE(info) << tl_name() << ": no completion channel on " << dev_->name() << " ("
-                      << std::strerror(errno) << "): no event fd";
-  } else if (fcntl(channel_->fd, F_SETFL, fcntl(channel_->fd, F_GETFL) | O_NONBLOCK) != 0) {
-    MC_LOG(error) << tl_name()
-                  << ": fcntl O_NONBLOCK on the completion channel: " << std::strerror(errno);
-    return Status::IoError;
-  }
+  MC_RETURN_IF_ERROR(open_channels());
+  // CQ i reports to channel i mod the channel count.
+  auto channel_of = [this](size_t i) {
+    return channels_.empty() ? nullptr : channels_[i % channels_.size()];
+  };
   for (uint64_t i = 0; i < config_.num_cq_per_ctx; ++i) {
-    ibv_cq* cq = ops.create_cq(dev_->context(), cqe, nullptr, channel_, 0);
+    ibv_cq* cq = ops.create_cq(dev_->context(), cqe, nullptr, channel_of(i), 0);
     if (!cq) {
       MC_LOG(error) << tl_name() << ": ibv_create_cq of " << cqe << " entries on " << dev_->name()
                     << ": " << std::strerror(errno);
@@ -55,7 +49,7 @@ Status RcIface::init(uint32_t oob_ip) {
     send_cqs_.push_back(cq);
     cq_credits_.push_back(static_cast<size_t>(cqe));
   }
-  recv_cq_ = ops.create_cq(dev_->context(), cqe, nullptr, channel_, 0);
+  recv_cq_ = ops.create_cq(dev_->context(), cqe, nullptr, channel_of(send_cqs_.size()), 0);
   if (!recv_cq_) {
     MC_LOG(error) << tl_name() << ": ibv_create_cq (receive) on " << dev_->name() << ": "
                   << std::strerror(errno);
@@ -71,8 +65,35 @@ Status RcIface::init(uint32_t oob_ip) {
   }
   MC_ASSIGN_OR_RETURN(listen_fd_, oob_listen(&addr_.port));
   addr_.ipv4 = oob_ip;
-  if (channel_) MC_RETURN_IF_ERROR(watch(channel_->fd, nullptr));
+  for (ibv_comp_channel* ch : channels_) MC_RETURN_IF_ERROR(watch(ch->fd, nullptr));
   return watch(listen_fd_, nullptr);
+}
+
+// The completion channels make the event fd; without them the iface is
+// polled only (no kCapEventFd).
+Status RcIface::open_channels() {
+  const VerbsOps& ops = dev_->ops();
+  for (uint64_t i = 0; i < config_.num_comp_channels_per_ctx; ++i) {
+    ibv_comp_channel* ch = ops.create_comp_channel(dev_->context());
+    if (!ch) {
+      if (i > 0) {
+        MC_LOG(error) << tl_name() << ": completion channel " << i + 1 << " of "
+                      << config_.num_comp_channels_per_ctx << " (MC_NUM_COMP_CHANNELS_PER_CTX) on "
+                      << dev_->name() << ": " << std::strerror(errno);
+        return Status::IoError;
+      }
+      MC_LOG_ONCE(info) << tl_name() << ": no completion channel on " << dev_->name() << " ("
+                        << std::strerror(errno) << "): no event fd";
+      return Status::Ok;
+    }
+    channels_.push_back(ch);
+    if (fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) != 0) {
+      MC_LOG(error) << tl_name()
+                    << ": fcntl O_NONBLOCK on a completion channel: " << std::strerror(errno);
+      return Status::IoError;
+    }
+  }
+  return Status::Ok;
 }
 
 RcIface::~RcIface() {
@@ -80,7 +101,7 @@ RcIface::~RcIface() {
   const VerbsOps& ops = dev_->ops();
   for (ibv_cq* cq : send_cqs_) ops.destroy_cq(cq);
   if (recv_cq_) ops.destroy_cq(recv_cq_);
-  if (channel_) ops.destroy_comp_channel(channel_);
+  for (ibv_comp_channel* ch : channels_) ops.destroy_comp_channel(ch);
   tx_pool_.reset();
   rx_pool_.reset();
   if (listen_fd_ >= 0) close(listen_fd_);
@@ -95,7 +116,7 @@ IfaceAttr RcIface::query() const {
   a.cap = kCapAmShort | kCapAmBcopy | kCapPutShort | kCapPutBcopy | kCapPutZcopy | kCapGetBcopy |
           kCapGetZcopy | kCapPending | kCapConnectToIface | kCapErrHandlePeerFailure;
   if (config_.max_sge > 1) a.cap |= kCapAmZcopy;
-  if (channel_) a.cap |= kCapEventFd;
+  if (!channels_.empty()) a.cap |= kCapEventFd;
   a.put = OpLimits{short_max, seg, 0, max_msg, config_.max_sge, 0};
   a.get = OpLimits{0, seg, 0, max_msg, config_.max_sge, 0};
   a.am = OpLimits{short_max - 1,
@@ -127,12 +148,12 @@ int RcIface::cq_arm(ibv_cq* cq) {
 }
 
 Result<int> RcIface::event_fd() {
-  if (!channel_) return Status::Unsupported;
+  if (channels_.empty()) return Status::Unsupported;
   return epfd_;
 }
 
 Status RcIface::arm() {
-  if (!channel_) return Status::Unsupported;
+  if (channels_.empty()) return Status::Unsupported;
   if (!failures_.empty() || !pending_.empty()) return Status::Busy;
   std::vector<ibv_cq*> cqs = send_cqs_;
   cqs.push_back(recv_cq_);

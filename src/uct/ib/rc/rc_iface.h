@@ -45,6 +45,8 @@ class RcIface : public Iface {
   // For queue pairs and endpoints.
   /// "rc_verbs", "rc_mlx5": the transport, for messages.
   const char* tl_name() const { return md_->tl_name(); }
+  /// Completion channels opened (MC_NUM_COMP_CHANNELS_PER_CTX; 0: no event fd).
+  size_t comp_channels() const { return channels_.size(); }
   /// The work queue through which `qp`'s requests are posted.
   virtual Result<std::unique_ptr<RcWq>> wq_open(ibv_qp* qp);
   IbDevice& dev() const { return *dev_; }
@@ -101,7 +103,8 @@ class RcIface : public Iface {
   unsigned poll_send();
   unsigned poll_recv();
   unsigned poll_oob();
-  void drain_cq_events();
+  void drain_cq_events(ibv_comp_channel* channel);
+  Status open_channels();
   void accept_all();
   void on_accepted_event(Accepted* a);
   Status accept_connect(Accepted* a);
@@ -118,7 +121,10 @@ class RcIface : public Iface {
   std::vector<size_t> cq_credits_;
   size_t next_cq_ = 0;
   ibv_cq* recv_cq_ = nullptr;
-  ibv_comp_channel* channel_ = nullptr;  // null: no event fd
+  // MC_NUM_COMP_CHANNELS_PER_CTX completion channels, the CQs spread over
+  // them in turn (send CQs, then the receive CQ); each channel's fd is in
+  // epfd_. Empty: no event fd.
+  std::vector<ibv_comp_channel*> channels_;
   size_t rx_posted_ = 0;  // receives posted on accepted connections (recv CQ credits)
   std::unique_ptr<BufPool> tx_pool_, rx_pool_;
   int epfd_ = -1;

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -98,8 +99,10 @@ unsigned RcIface::poll_oob() {
   const int n = epoll_wait(epfd_, ev, kPollBatch, 0);
   for (int i = 0; i < n; ++i) {
     const int fd = ev[i].data.fd;
-    if (channel_ && fd == channel_->fd) {
-      drain_cq_events();
+    auto ch = std::find_if(channels_.begin(), channels_.end(),
+                           [fd](const ibv_comp_channel* c) { return c->fd == fd; });
+    if (ch != channels_.end()) {
+      drain_cq_events(*ch);
     } else if (fd == listen_fd_) {
       accept_all();
     } else if (auto a = accepted_.find(fd); a != accepted_.end()) {
@@ -113,10 +116,10 @@ unsigned RcIface::poll_oob() {
 
 // Takes the events off the channel (the CQs are polled anyway); each is
 // acknowledged, or destroying its CQ would wait for it.
-void RcIface::drain_cq_events() {
+void RcIface::drain_cq_events(ibv_comp_channel* channel) {
   ibv_cq* cq = nullptr;
   void* ctx = nullptr;
-  while (dev_->ops().get_cq_event(channel_, &cq, &ctx) == 0) {
+  while (dev_->ops().get_cq_event(channel, &cq, &ctx) == 0) {
     cq_event(cq);
     dev_->ops().ack_cq_events(cq, 1);
   }

@@ -100,7 +100,9 @@ Status RcQp::connect(const QpInfo& remote, const DeviceAddr& peer, uint16_t mtu)
     a.ah_attr.grh.dgid = peer.gid;
     a.ah_attr.grh.sgid_index = dev.gid_index();
     a.ah_attr.grh.hop_limit = 64;
-    a.ah_attr.grh.traffic_class = static_cast<uint8_t>(ic.traffic_class);
+    // MC_IB_TC=-1: 0 in the GRH, which the device's default traffic class
+    // (its tc sysfs setting for RoCE) replaces.
+    a.ah_attr.grh.traffic_class = static_cast<uint8_t>(ic.traffic_class.value_or(0));
   }
   int rc =
       dev.ops().modify_qp(qp_, &a,

@@ -193,6 +193,16 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
   return mr ? &mr->mr : nullptr;
 }
 
+// As rdma-core: the optional flags (relaxed ordering) are kept in the MR's
+// access, where tests read them; the soft device honours every order anyway.
+ibv_mr* reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  if (iova != reinterpret_cast<uintptr_t>(addr)) {
+    errno = EINVAL;  // the soft provider names MRs by their address only
+    return nullptr;
+  }
+  return reg_mr(pd, addr, length, static_cast<int>(access));
+}
+
 // A dma-buf (for tests: any file, e.g. a memfd standing for GPU memory) is
 // mapped shared from the page holding `offset`, so that RDMA through the MR
 // touches the exporter's pages, as a NIC's DMA does; the fd may be closed
@@ -413,6 +423,7 @@ VerbsOps make_ops() {
   o.reg_mr = reg_mr;
   o.dereg_mr = dereg_mr;
   o.reg_dmabuf_mr = reg_dmabuf_mr;
+  o.reg_mr_iova2 = reg_mr_iova2;
   o.create_comp_channel = create_comp_channel;
   o.destroy_comp_channel = destroy_comp_channel;
   o.create_cq = create_cq;

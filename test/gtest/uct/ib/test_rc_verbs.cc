@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "ucs/config/registry.h"
@@ -179,10 +180,8 @@ TEST_P(RcVerbs, PutToABadRkeyFailsTheEndpointAndTouchesNothing) {
   EXPECT_EQ(other.check(7), -1) << "the refused put wrote into the rkey's registration";
 }
 
-TEST_P(RcVerbs, EventFdWakesAnArmedIfaceForAnActiveMessage) {
-  std::unique_ptr<Entity> me = make_entity(on("mcsoft0:1"));
-  std::unique_ptr<Entity> peer = make_entity(on("mcsoft0:1"));
-  ASSERT_TRUE(me && peer);
+// An armed `peer` sleeps on its event fd; an active message from `me` wakes it.
+void expect_event_fd_wakes(Entity* me, Entity* peer) {
   ASSERT_TRUE(peer->attr().cap & kCapEventFd);
   Result<int> fd = peer->iface().event_fd();
   ASSERT_TRUE(fd.ok());
@@ -202,7 +201,7 @@ TEST_P(RcVerbs, EventFdWakesAnArmedIfaceForAnActiveMessage) {
     s = (*ep)->am_short(3, 1, nullptr, 0);
   }
   ASSERT_EQ(s, Status::Ok);
-  ASSERT_TRUE(progress_until([&] { return got == 8; }, {me.get(), peer.get()}));
+  ASSERT_TRUE(progress_until([&] { return got == 8; }, {me, peer}));
   got = 0;
   // The peer arms and sleeps; only the event fd can wake it.
   Status armed = peer->iface().arm();
@@ -212,10 +211,52 @@ TEST_P(RcVerbs, EventFdWakesAnArmedIfaceForAnActiveMessage) {
   EXPECT_EQ(poll(&idle, 1, 50), 0) << "readable with nothing to do";
   const uint8_t payload[16] = {};
   ASSERT_EQ((*ep)->am_short(3, 2, payload, sizeof(payload)), Status::Ok);
-  ASSERT_EQ(flush_and_wait(**ep, {me.get()}), Status::Ok);
+  ASSERT_EQ(flush_and_wait(**ep, {me}), Status::Ok);
   pollfd p{*fd, POLLIN, 0};
   ASSERT_EQ(poll(&p, 1, 10000), 1) << "the event fd did not wake the armed iface";
-  ASSERT_TRUE(progress_until([&] { return got == 8 + sizeof(payload); }, {peer.get()}));
+  ASSERT_TRUE(progress_until([&] { return got == 8 + sizeof(payload); }, {peer}));
+}
+
+TEST_P(RcVerbs, EventFdWakesAnArmedIfaceForAnActiveMessage) {
+  std::unique_ptr<Entity> me = make_entity(on("mcsoft0:1"));
+  std::unique_ptr<Entity> peer = make_entity(on("mcsoft0:1"));
+  ASSERT_TRUE(me && peer);
+  expect_event_fd_wakes(me.get(), peer.get());
+}
+
+size_t open_fds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// MC_NUM_COMP_CHANNELS_PER_CTX: an iface opens that many completion
+// channels (each an fd of the soft provider, as of libibverbs), its CQs
+// spread over them, and the event fd still wakes it whichever channel the
+// completion comes on.
+TEST_P(RcVerbs, CompletionChannelsPerCtxAreOpenedAndAllWake) {
+  auto fds_of_one_iface = [&](const char* channels) {
+    setenv("MC_NUM_COMP_CHANNELS_PER_CTX", channels, 1);
+    setenv("MC_NUM_CQ_PER_CTX", "3", 1);
+    const size_t before = open_fds();
+    std::unique_ptr<Entity> e = make_entity(on("mcsoft0:1"));
+    const size_t after = open_fds();
+    unsetenv("MC_NUM_COMP_CHANNELS_PER_CTX");
+    unsetenv("MC_NUM_CQ_PER_CTX");
+    EXPECT_TRUE(e);
+    return after - before;
+  };
+  const size_t one = fds_of_one_iface("1");
+  const size_t four = fds_of_one_iface("4");
+  EXPECT_EQ(four, one + 3) << "three more completion channels";
+  setenv("MC_NUM_COMP_CHANNELS_PER_CTX", "4", 1);
+  setenv("MC_NUM_CQ_PER_CTX", "3", 1);
+  std::unique_ptr<Entity> me = make_entity(on("mcsoft0:1"));
+  std::unique_ptr<Entity> peer = make_entity(on("mcsoft0:1"));
+  unsetenv("MC_NUM_COMP_CHANNELS_PER_CTX");
+  unsetenv("MC_NUM_CQ_PER_CTX");
+  ASSERT_TRUE(me && peer);
+  expect_event_fd_wakes(me.get(), peer.get());
 }
 
 INSTANTIATE_TEST_SUITE_P(Rc, RcVerbs, testing::Values("rc_verbs", "rc_mlx5"),
