@@ -26,6 +26,9 @@ void usage(std::ostream& os) {
         "  HTTP metadata server: GET/PUT/DELETE /metadata?key=<key>, GET /health.\n"
         "  --host H                  address to listen on (default 127.0.0.1; 0.0.0.0 for all)\n"
         "  --port P                  TCP port (default 8080; 0 picks a free one)\n"
+        "  --addr [HOST]:PORT        both at once, as Mooncake's http-metadata-server takes\n"
+        "                            them: --addr=:8080 listens on every interface (0.0.0.0),\n"
+        "                            --addr=10.0.0.1:8080 on one, --addr=[::1]:8080 (IPv6)\n"
         "  --max-size BYTES          largest value, larger PUTs get 413 (default 67108864)\n"
         "  --max-total BYTES         keys and values in all, a PUT beyond gets 507\n"
         "                            (default 1073741824)\n"
@@ -43,7 +46,9 @@ void usage(std::ostream& os) {
         "                            Bearer TOKEN', else 401 (default: MC_METADATA_AUTH_TOKEN\n"
         "                            from the environment; none when both are empty)\n"
         "  -h, --help                this text\n"
-        "  Sizes take binary units (64m, 1g); times s, ms, m (10s, 500ms).\n";
+        "  Every option takes its value as --option VALUE or --option=VALUE; a later option\n"
+        "  overrides an earlier one. Sizes take binary units (64m, 1g); times s, ms, m\n"
+        "  (10s, 500ms).\n";
 }
 
 // The environment's part of the options: MC_METADATA_AUTH_TOKEN, the knob
@@ -92,24 +97,68 @@ bool valid_token(const std::string& token) {
   return true;
 }
 
+// --addr [HOST]:PORT: HOST an IPv4 address or name, [an IPv6 address], or
+// nothing for every interface (0.0.0.0, as Go's ":8080" of the seed's
+// http-metadata-server example).
+bool parse_addr(const std::string& text, ServerOptions* options) {
+  auto bad = [&text](const char* why) {
+    std::cerr << "mc_metadata_server: invalid --addr \"" << text << "\": " << why
+              << "; expected [HOST]:PORT, e.g. :8080, 10.0.0.1:8080 or [::1]:8080\n";
+    return false;
+  };
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return bad("no ':' before the port");
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    if (host.empty()) return bad("empty brackets");
+  } else if (host.find_first_of("[]:") != std::string::npos) {
+    return bad("an IPv6 address needs brackets");
+  }
+  uint64_t port = 0;
+  const std::string port_text = text.substr(colon + 1);
+  if (port_text.empty() ||
+      cfg::uint_parser(0, 65535).parse(port_text, &port) != mc::ucs::Status::Ok) {
+    return bad("the port is not a number in 0-65535");
+  }
+  if (host.empty()) {
+    host = "0.0.0.0";
+    std::cout << "mc_metadata_server: --addr=" << text
+              << " names no host: listening on every interface (0.0.0.0)" << std::endl;
+  }
+  options->host = host;
+  options->port = static_cast<uint16_t>(port);
+  return true;
+}
+
 // 0 when parsed, else the exit status.
 int parse_args(int argc, char** argv, ServerOptions* options) {
   bool token_given = false;
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
+    std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       usage(std::cout);
       std::exit(0);
     }
-    if (i + 1 >= argc) {
+    // --option=VALUE (gflags' form, as Mooncake's tools are called) or
+    // --option VALUE.
+    std::string inline_value;
+    const size_t eq = arg.find('=');
+    const bool has_inline = arg.starts_with("--") && eq != std::string::npos;
+    if (has_inline) {
+      inline_value = arg.substr(eq + 1);
+      arg.resize(eq);
+    } else if (i + 1 >= argc) {
       std::cerr << "mc_metadata_server: unknown or incomplete option \"" << arg << "\"\n";
       usage(std::cerr);
       return 2;
     }
-    const char* value = argv[++i];
+    const char* value = has_inline ? inline_value.c_str() : argv[++i];
     bool ok = true;
     uint64_t n = 0;
-    if (arg == "--host") {
+    if (arg == "--addr") {
+      ok = parse_addr(value, options);
+    } else if (arg == "--host") {
       options->host = value;
     } else if (arg == "--port") {
       ok = parse_value(arg, value, cfg::uint_parser(0, 65535), &n);

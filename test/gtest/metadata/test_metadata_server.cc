@@ -49,8 +49,10 @@ class ServerProcess {
     }
   }
 
+  // `mark` precedes the port in the line that says it listens.
   bool start(const std::string& dir, std::vector<std::string> args, rlim_t nofile = 0,
-             const std::vector<std::string>& env = {}) {
+             const std::vector<std::string>& env = {},
+             const std::string& mark = "listening on 127.0.0.1:") {
     log_ = dir + "/server-" + std::to_string(++count_) + ".log";
     args.insert(args.begin(), {metadata_server_path(), "--host", "127.0.0.1", "--port", "0"});
     std::vector<char*> argv;
@@ -78,7 +80,6 @@ class ServerProcess {
     close(log_fd);
     if (pid_ < 0) return false;
     const auto deadline = Clock::now() + 30s;
-    const std::string mark = "listening on 127.0.0.1:";
     while (Clock::now() < deadline) {
       const std::string text = log();
       const size_t at = text.find(mark);
@@ -692,6 +693,37 @@ TEST(MetadataServerTool, RefusesBadOptionsAndBusyPorts) {
                     .c_str()),
             0);
   EXPECT_EQ(std::system((bin + " --help >/dev/null").c_str()), 0);
+}
+
+// --addr=[HOST]:PORT, the seed's http-metadata-server flag: a host and a
+// port at once, a bare :PORT for every interface (said in the log), and
+// bad forms refused naming --addr. Options take --option=VALUE too.
+TEST(MetadataServerTool, AddrTakesHostAndPortAndABarePortMeansEveryInterface) {
+  Services services;
+  std::string body;
+  ServerProcess one;
+  ASSERT_TRUE(one.start(services.dir(), {"--addr=127.0.0.1:0"})) << one.log();
+  EXPECT_EQ(http_request(one.port(), "GET", "/health", "", &body), 200);
+  ServerProcess every;
+  ASSERT_TRUE(every.start(services.dir(), {"--addr", ":0"}, 0, {}, "listening on 0.0.0.0:"))
+      << every.log();
+  EXPECT_EQ(every.lines_with("--addr=:0 names no host: listening on every interface (0.0.0.0)"), 1)
+      << every.log();
+  EXPECT_EQ(http_request(every.port(), "GET", "/health", "", &body), 200);
+  ServerProcess inline_port;
+  ASSERT_TRUE(inline_port.start(services.dir(), {"--port=0", "--max-size=1k"}))
+      << inline_port.log();
+  EXPECT_EQ(
+      http_request(inline_port.port(), "PUT", "/metadata?key=k", std::string(2048, 'x'), &body),
+      413);
+
+  const std::string bin = metadata_server_path();
+  const std::string out = services.dir() + "/addr.txt";
+  for (const char* bad :
+       {"--addr=8080", "--addr=:70000", "--addr=:", "--addr=::1:80", "--addr=[]:80", "--addr=:x"}) {
+    EXPECT_EQ(std::system((bin + " " + bad + " 2>" + out).c_str()), 2 << 8) << bad;
+    EXPECT_EQ(std::system(("grep -q 'invalid --addr' " + out).c_str()), 0) << bad;
+  }
 }
 
 }  // namespace
