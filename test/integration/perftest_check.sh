@@ -174,16 +174,23 @@ done
 # request rate = batches x batch / seconds.
 # start_te_target <what> <test> [VAR=value...]: a Transfer Engine target
 # process in the background; sets $target (its pid) and $seg (its segment),
-# or fails <what> and returns 1.
+# or fails <what> and returns 1. start_target_cmd <what> <env and command
+# line...> does the same for any command line.
 start_te_target() {
   local what=$1 test=$2
   shift 2
+  start_target_cmd "$what" "$@" "$perftest" -t "$test" --local_server_name=127.0.0.1 \
+    --buffer_size=16m --duration 1
+}
+
+start_target_cmd() {
+  local what=$1
+  shift
   seg=
   # Emptied before the target starts: the background child's redirection may
   # come after the first read below, which would find the previous target's line.
   : > "$tmp/target"
-  env "$@" "$perftest" -t "$test" --local_server_name=127.0.0.1 \
-    --buffer_size=16m --duration 1 > "$tmp/target" 2>&1 &
+  env "$@" > "$tmp/target" 2>&1 &
   target=$!
   for _ in $(seq 200); do
     seg=$(sed -n 's/^target: segment \([^,]*\),.*/\1/p' "$tmp/target")
@@ -274,17 +281,95 @@ te_stopped_target() {
 }
 te_stopped_target
 
-# Bad Transfer Engine command lines: exit status 2 and a message.
-for args in "-t te_write --batch_size 0" "-t te_read --mode initiator" "-t te_bogus" \
-            "-t te_write --operation=copy"; do
+# Mooncake's transfer_engine_bench command line, gflags forms and all (no
+# -t): a target with --mode=target and an initiator with --segment_id, both
+# --protocol=tcp though MC_TLS asks for sm, so the lanes are tcp's; the
+# 'Test completed' line in --report_unit=MB (10^6 B) with 3 decimals matches
+# the MB/s (2^20 B) of the result line; the target's RPC listener has the
+# backlog MC_HANDSHAKE_LISTEN_BACKLOG asks for (ss's Send-Q of a listening
+# socket); the flags mc has no meaning for say so once on stderr.
+te_mooncake_cli() {
+  local what="te mooncake command line" out=$tmp/out.mc rc=0 trc=0 port backlog
+  start_target_cmd "$what" MC_TLS=sm MC_HANDSHAKE_LISTEN_BACKLOG=7 "$perftest" --mode=target \
+    --local_server_name=127.0.0.1 --protocol=tcp --buffer_size=16m --duration=1 \
+    --auto_discovery --backend=tent || return
+  port=${seg##*:}
+  if command -v ss > /dev/null; then
+    backlog=$(ss -Hltn "sport = :$port" | awk '{ print $3; exit }')
+    if [ "$backlog" = 7 ]; then
+      pass "MC_HANDSHAKE_LISTEN_BACKLOG=7: the RPC listener on port $port has backlog 7"
+    else
+      fail "MC_HANDSHAKE_LISTEN_BACKLOG=7: ss says backlog '${backlog}' on port $port"
+    fi
+  fi
+  MC_TLS=sm timeout $limit "$perftest" --segment_id="$seg" -local_server_name=127.0.0.1 \
+    --protocol tcp --operation=write -threads=2 --batch_size 32 --block_size=65536 \
+    --duration=1 --report_unit=MB --report_precision=3 --noinit_mem --nouse_vram \
+    > "$out" 2> "$tmp/err" || rc=$?
+  kill -TERM $target 2>/dev/null; wait $target || trc=$?
+  if [ $rc -ne 0 ] || [ $trc -ne 0 ]; then
+    fail "$what: initiator exit $rc, target exit $trc"
+    sed 's/^/      /' "$tmp/err" "$out" "$tmp/target" | tail -8; return
+  fi
+  if ! why=$(awk '
+      /^Test completed: duration [0-9.]+, batch count [0-9]+, throughput [0-9]+\.[0-9][0-9][0-9] MB\/s$/ {
+        mb = $9; done++
+      }
+      /^  transport    / { if ($0 ~ /sm\// || $0 !~ /tcp\/[^ ]+ -> tcp\//) { print "lanes: " $0; exit 1 } }
+      /^result / {
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        if (v["test"] != "te_write" || v["check"] != "passed") { print "result " $0; exit 1 }
+        mib = v["bw_MBps"]
+      }
+      END {
+        if (done != 1) { print "no Test completed line in MB"; exit 1 }
+        want = mib * 1048576 / 1e6
+        if ((mb - want) > 0.01 + 0.01 * want || (want - mb) > 0.01 + 0.01 * want) {
+          print mb " MB/s (10^6) does not match " mib " MB/s (2^20)"; exit 1
+        }
+      }' "$out"); then
+    fail "$what: $why"; sed 's/^/      /' "$out" | tail -8; return
+  fi
+  pass "$what: $(grep '^Test completed' "$out"); $(grep '^  transport' "$out" | sed 's/^ *//')"
+  if [ "$(grep -c -- '--auto_discovery: mc always discovers' "$tmp/target")" = 1 ] &&
+     grep -q -- '--backend=tent: mc has one engine' "$tmp/target"; then
+    pass "$what: --auto_discovery and --backend=tent answered once on stderr"
+  else
+    fail "$what: no note on --auto_discovery / --backend"; sed 's/^/      /' "$tmp/target" | tail -5
+  fi
+}
+te_mooncake_cli
+
+# Bad Transfer Engine command lines: exit status 2 and a message naming the
+# flag.
+echo '{"cpu:0": "mlx5_0"}' > "$tmp/matrix.json"
+# Each case: the command line, then after '|' what the message must name.
+while IFS='|' read -r args word; do
   # shellcheck disable=SC2086
-  timeout 10 "$perftest" $args > /dev/null 2> "$tmp/err"; rc=$?
-  if [ $rc -eq 2 ] && grep -q 'mc_perftest: ' "$tmp/err"; then
+  timeout 10 "$perftest" $args < /dev/null > /dev/null 2> "$tmp/err"; rc=$?
+  if [ $rc -eq 2 ] && grep -q -- "mc_perftest: .*$word" "$tmp/err"; then
     pass "usage error '$args': $(head -1 "$tmp/err")"
   else
-    fail "usage error '$args': exit $rc"
+    fail "usage error '$args': exit $rc, $(head -1 "$tmp/err")"
   fi
-done
+done <<EOF_CASES
+-t te_write --batch_size 0|--batch_size
+-t te_read --mode initiator|--segment_id
+-t te_bogus|te_bogus
+-t te_write --operation=copy|--operation
+--mode=target --report_unit=GiBs|--report_unit 'GiBs'
+--mode=target --protocol=nvlink|--protocol 'nvlink': mc has no nvlink transport
+--mode=target --protocol=carrier|--protocol 'carrier'
+--mode=master|--mode 'master'
+--mode=target --use_vram=maybe|--use_vram
+--mode=target --gpu_id=-5|--gpu_id
+--mode=target --backend=fast|--backend 'fast'
+--mode=target --nic_priority_matrix=$tmp/none.json|--nic_priority_matrix
+--mode=target --nic_priority_matrix=$tmp/matrix.json|--nic_priority_matrix
+--mode=target --noprotocol|--noprotocol
+--mode=target --report_precision=99|--report_precision
+--mode=target --bogus_flag=1|--bogus_flag
+EOF_CASES
 
 # The UCP summary names the lanes and protocol that carried the test.
 if timeout $limit "$perftest" -l -t ucp_put_bw -s 1m -n 20 -w 2 -I > "$tmp/table" 2>&1 &&

@@ -4,7 +4,6 @@
 // its own default is a site-specific etcd address), plus a data check.
 #include "tools/perf/te_perf_tests.h"
 
-#include <getopt.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -21,6 +21,7 @@
 
 #include "mc/transfer_engine.h"
 #include "tools/perf/perf_params.h"
+#include "tools/perf/te_perf_options.h"
 #include "ucs/config/parser.h"
 #include "ucs/config/sources.h"
 
@@ -29,50 +30,6 @@ namespace mc::perf {
 namespace {
 
 constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
-constexpr int kTargetSlackS = 30;  // a target with --duration serves this much longer
-
-struct TeOptions {
-  std::string test;  // te_write or te_read
-  std::string mode;  // target or initiator; empty: by --segment_id
-  std::string metadata_server = "P2PHANDSHAKE";
-  std::string segment_id;
-  std::string local_server_name;
-  uint64_t batch_size = 128;
-  uint64_t block_size = 65536;
-  uint64_t buffer_size = uint64_t{1} << 30;
-  uint64_t threads = 12;
-  uint64_t duration = 10;
-  bool duration_given = false;
-};
-
-enum TeOpt {
-  OptBatch = 2000,
-  OptBlock,
-  OptBuffer,
-  OptThreads,
-  OptDuration,
-  OptMetadata,
-  OptSegment,
-  OptLocal,
-  OptOperation,
-  OptMode
-};
-
-constexpr option kTeOptions[] = {
-    {"batch_size", required_argument, nullptr, OptBatch},
-    {"block_size", required_argument, nullptr, OptBlock},
-    {"buffer_size", required_argument, nullptr, OptBuffer},
-    {"threads", required_argument, nullptr, OptThreads},
-    {"duration", required_argument, nullptr, OptDuration},
-    {"metadata_server", required_argument, nullptr, OptMetadata},
-    {"segment_id", required_argument, nullptr, OptSegment},
-    {"local_server_name", required_argument, nullptr, OptLocal},
-    {"operation", required_argument, nullptr, OptOperation},
-    {"mode", required_argument, nullptr, OptMode},
-    {"help", no_argument, nullptr, 'h'},
-    {nullptr, 0, nullptr, 0},
-};
 
 std::atomic<bool> g_stop{false};
 
@@ -80,131 +37,53 @@ void on_signal(int) {
   g_stop.store(true);
 }
 
-int usage_error(const std::string& why) {
-  std::fprintf(stderr, "mc_perftest: %s (mc_perftest -h lists the te_* options)\n", why.c_str());
-  return kExitUsage;
-}
-
-bool parse_size(const char* name, const char* text, uint64_t min, uint64_t max, uint64_t* out) {
-  size_t v = 0;
-  if (ucs::config::size_parser(min, max).parse(text, &v) != Status::Ok) {
-    usage_error(std::string("invalid --") + name + " '" + text + "': expected a number in [" +
-                std::to_string(min) + ", " + std::to_string(max) + "] (units k, m, g accepted)");
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
-void print_te_usage(FILE* out) {
-  const TeOptions d;
-  std::fprintf(
-      out,
-      "Transfer Engine tests (te_write, te_read), as Mooncake's transfer_engine_bench:\n"
-      "  target:    mc_perftest -t te_write [--local_server_name=<host[:port]>]\n"
-      "  initiator: mc_perftest -t te_write --segment_id=<target's segment>\n"
-      "     --mode <m>               target or initiator (default: initiator when\n"
-      "                              --segment_id is given, else target)\n"
-      "     --operation <op>         read or write: -t te_read or -t te_write\n"
-      "     --metadata_server <s>    metadata service (%s; or http://, etcd://, redis://)\n"
-      "     --segment_id <name>      the target's segment: its ip:port under\n"
-      "                              P2PHANDSHAKE, as the target prints it\n"
-      "     --local_server_name <n>  host[:port] peers reach this engine at (hostname);\n"
-      "                              with a metadata server, also the segment name, which\n"
-      "                              one engine owns: a second engine of the same name is\n"
-      "                              refused, naming the first\n"
-      "     --batch_size <n>         requests per batch (%llu)\n"
-      "     --block_size <bytes>     bytes per request (%llu)\n"
-      "     --threads <n>            submitting threads of the initiator (%llu)\n"
-      "     --duration <s>           seconds of the initiator's run (%llu); a target\n"
-      "                              given it serves %d s longer, else until killed\n"
-      "     --buffer_size <bytes>    the target's registered buffer (%llu); it must\n"
-      "                              hold batch_size x threads x block_size\n"
-      "  The transports are UCP's selection, MC_TLS (e.g. MC_TLS=tcp) restricts them.\n"
-      "  Throughput in MB/s with MB = 2^20 B; then one batch is written with a fresh\n"
-      "  pattern, read back and compared.\n",
-      d.metadata_server.c_str(), static_cast<unsigned long long>(d.batch_size),
-      static_cast<unsigned long long>(d.block_size), static_cast<unsigned long long>(d.threads),
-      static_cast<unsigned long long>(d.duration), kTargetSlackS,
-      static_cast<unsigned long long>(d.buffer_size));
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "127.0.0.1";
-  return name;
-}
-
-// Parses argv into `o`; kExitUsage after printing why, -1 when fine.
-int parse_te_options(int argc, char** argv, TeOptions* o) {
-  o->local_server_name = host_name();
-  opterr = 0;
-  optind = 1;
-  int c;
-  while ((c = getopt_long(argc, argv, "t:h", kTeOptions, nullptr)) != -1) {
-    const char* a = optarg;
-    bool ok = true;
-    switch (c) {
-      case 't': o->test = a; break;
-      case 'h': print_te_usage(stdout); return 0;
-      case OptBatch: ok = parse_size("batch_size", a, 1, 1 << 20, &o->batch_size); break;
-      case OptBlock: ok = parse_size("block_size", a, 1, uint64_t{1} << 32, &o->block_size); break;
-      case OptBuffer:
-        ok = parse_size("buffer_size", a, 1, uint64_t{1} << 40, &o->buffer_size);
-        break;
-      case OptThreads: ok = parse_size("threads", a, 1, 1024, &o->threads); break;
-      case OptDuration:
-        ok = parse_size("duration", a, 1, 86400, &o->duration);
-        o->duration_given = true;
-        break;
-      case OptMetadata: o->metadata_server = a; break;
-      case OptSegment: o->segment_id = a; break;
-      case OptLocal: o->local_server_name = a; break;
-      case OptOperation:
-        if (std::strcmp(a, "read") && std::strcmp(a, "write"))
-          return usage_error(std::string("invalid --operation '") + a + "': read or write");
-        o->test = std::string("te_") + a;
-        break;
-      case OptMode:
-        if (std::strcmp(a, "target") && std::strcmp(a, "initiator"))
-          return usage_error(std::string("invalid --mode '") + a + "': target or initiator");
-        o->mode = a;
-        break;
-      default:
-        return usage_error("unknown option or missing value: " + std::string(argv[optind - 1]));
+// The MC_* settings the flags stand for, in this process's environment
+// before the engine reads it (a flag wins over the environment, said on
+// stderr), and the notes on flags mc has no meaning for, once each.
+void apply_flags(const TeOptions& o) {
+  const Result<ucs::config::Sources> sources = ucs::config::Sources::from_process();
+  for (const auto& [var, value] : o.env) {
+    const std::optional<ucs::config::SourceValue> old =
+        sources.ok() ? sources->lookup(var) : std::nullopt;
+    if (old && old->value != value) {
+      std::fprintf(stderr, "mc_perftest: %s=%s from the command line replaces %s=%s (%s)\n",
+                   var.c_str(), value.c_str(), var.c_str(), old->value.c_str(),
+                   old->origin.c_str());
     }
-    if (!ok) return kExitUsage;
+    setenv(var.c_str(), value.c_str(), 1);
   }
-  if (optind < argc) {
-    return usage_error(std::string("unexpected argument '") + argv[optind] +
-                       "': Transfer Engine tests name the target with --segment_id");
+  std::vector<std::string> said;
+  for (const std::string& note : o.notes) {
+    if (std::find(said.begin(), said.end(), note) != said.end()) continue;
+    said.push_back(note);
+    std::fprintf(stderr, "mc_perftest: %s\n", note.c_str());
   }
-  if (o->test != "te_write" && o->test != "te_read")
-    return usage_error("unknown Transfer Engine test '" + o->test + "': te_write or te_read");
-  if (o->mode.empty()) o->mode = o->segment_id.empty() ? "target" : "initiator";
-  if (o->mode == "initiator" && o->segment_id.empty())
-    return usage_error("the initiator needs --segment_id (the target prints it)");
-  return -1;
 }
 
-// What carries the transfers: the engine does not report its lanes, so say
-// what the configuration asks for.
-std::string transport_description() {
-  Result<ucs::config::Sources> sources = ucs::config::Sources::from_process();
-  if (sources.ok()) {
-    if (std::optional<ucs::config::SourceValue> v = sources->lookup("MC_TLS"); v) {
-      return "MC_TLS=" + v->value + " (the engine does not report its lanes)";
-    }
+// What carried the transfers: the lanes of the endpoint to the target, as
+// getSegmentPaths reports them for the buffers of the test.
+std::string transport_description(TransferEngine& engine, SegmentHandle seg, const void* local,
+                                  uint64_t remote) {
+  std::vector<SegmentPathInfo> paths;
+  if (engine.getSegmentPaths(seg, paths, local, remote) != 0 || paths.empty()) {
+    return "unknown (no path reported)";
   }
-  return "UCP's default selection (MC_TLS unset; the engine does not report its lanes)";
+  std::string out;
+  for (const SegmentPathInfo& p : paths) {
+    out += (out.empty() ? "" : ", ") + p.local_device + " -> " + p.remote_device + " (" +
+           (p.carries ? "carries" : "stand-by") + ", " + std::to_string(p.bytes) + " B)";
+  }
+  return out;
 }
 
 // An anonymous mapping: pages cost nothing until touched.
+// With `init` (--init_mem), every byte is 0xCC, as Mooncake fills its VRAM.
 class Buffer {
  public:
-  explicit Buffer(size_t length) : length_(length) {
+  explicit Buffer(size_t length, bool init = false) : length_(length) {
     void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) addr_ = static_cast<uint8_t*>(p);
+    if (addr_ && init) std::memset(addr_, 0xCC, length);
   }
   ~Buffer() {
     if (addr_) munmap(addr_, length_);
@@ -232,7 +111,7 @@ bool init_engine(TransferEngine& engine, const TeOptions& o) {
 int run_target(const TeOptions& o) {
   TransferEngine engine;
   if (!init_engine(engine, o)) return kExitFailed;
-  Buffer buf(o.buffer_size);
+  Buffer buf(o.buffer_size, o.init_mem);
   if (!buf.data() || engine.registerLocalMemory(buf.data(), buf.length(), "cpu:0") != 0) {
     std::fprintf(stderr, "mc_perftest: cannot allocate and register %zu B\n", buf.length());
     return kExitFailed;
@@ -246,7 +125,7 @@ int run_target(const TeOptions& o) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   const auto end = std::chrono::steady_clock::now() +
-                   std::chrono::seconds(o.duration_given ? o.duration + kTargetSlackS : 0);
+                   std::chrono::seconds(o.duration_given ? o.duration + kTeTargetSlackS : 0);
   while (!g_stop.load() && (!o.duration_given || std::chrono::steady_clock::now() < end)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -352,10 +231,16 @@ bool open_target(TransferEngine& engine, const TeOptions& o, size_t needed, Segm
   return false;
 }
 
-void report(const TeOptions& o, double seconds, uint64_t batches, const std::string& check) {
+// Mooncake's result line first (its unit and precision), then mc's summary
+// and its one-line result.
+void report(const TeOptions& o, double seconds, uint64_t batches, const std::string& transport,
+            const std::string& check) {
   const double requests = double(batches) * double(o.batch_size);
   const double bytes = requests * double(o.block_size);
   const double mbps = bytes / seconds / 1048576.0;
+  std::printf("Test completed: duration %.2f, batch count %llu, throughput %.*f %s/s\n", seconds,
+              static_cast<unsigned long long>(batches), static_cast<int>(o.report_precision),
+              bytes / seconds / report_unit_bytes(o.report_unit), o.report_unit.c_str());
   std::printf("%s: %llu threads, batch_size %llu, block_size %llu B, duration %.2f s\n",
               o.test.c_str(), static_cast<unsigned long long>(o.threads),
               static_cast<unsigned long long>(o.batch_size),
@@ -365,7 +250,7 @@ void report(const TeOptions& o, double seconds, uint64_t batches, const std::str
   std::printf("  throughput   %.2f MB/s (MB = 2^20 B; %.3f GB/s with GB = 10^9 B)\n", mbps,
               bytes / seconds / 1e9);
   std::printf("  requests     %.0f per second\n", requests / seconds);
-  std::printf("  transport    %s\n", transport_description().c_str());
+  std::printf("  transport    %s\n", transport.c_str());
   std::printf("  data check   %s\n", check.c_str());
   std::printf(
       "result test=%s block=%llu batch=%llu threads=%llu seconds=%.3f batches=%llu "
@@ -380,7 +265,7 @@ int run_initiator(const TeOptions& o) {
   const size_t needed = o.batch_size * o.threads * o.block_size;
   TransferEngine engine;
   if (!init_engine(engine, o)) return kExitFailed;
-  Buffer local(needed), check(o.batch_size * o.block_size);
+  Buffer local(needed, o.init_mem), check(o.batch_size * o.block_size, o.init_mem);
   if (!local.data() || !check.data() ||
       engine.registerLocalMemory(local.data(), local.length(), "cpu:0") != 0 ||
       engine.registerLocalMemory(check.data(), check.length(), "cpu:0", false) != 0) {
@@ -419,9 +304,10 @@ int run_initiator(const TeOptions& o) {
     std::fprintf(stderr, "mc_perftest: %s failed: a transfer did not complete\n", o.test.c_str());
     return kExitFailed;
   }
+  const std::string transport = transport_description(engine, seg, local.data(), remote);
   std::string result;
   const bool ok = check_data(engine, o, local.data(), check.data(), seg, remote, &result);
-  report(o, seconds, batches.load(), result);
+  report(o, seconds, batches.load(), transport, result);
   return ok ? 0 : kExitFailed;
 }
 
@@ -447,7 +333,7 @@ bool te_perf_requested(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if ((a == "-t" && i + 1 < argc && std::string(argv[i + 1]).rfind("te_", 0) == 0) ||
-        a.rfind("-tte_", 0) == 0 || a.rfind("--operation", 0) == 0) {
+        a.rfind("-tte_", 0) == 0 || is_te_flag(a)) {
       return true;
     }
   }
@@ -457,6 +343,7 @@ bool te_perf_requested(int argc, char** argv) {
 int run_te_perf(int argc, char** argv) {
   TeOptions o;
   if (const int rc = parse_te_options(argc, argv, &o); rc >= 0) return rc;
+  apply_flags(o);
   return o.mode == "target" ? run_target(o) : run_initiator(o);
 }
 

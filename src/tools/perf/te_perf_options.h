@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// The command line of the te_* tests: Mooncake's transfer_engine_bench flags
+// in gflags syntax (--flag=v, --flag v, -flag=v, --noflag for booleans), each
+// with its meaning in mc or a note saying what mc does instead.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace mc::perf {
+
+/// A target given --duration serves this many seconds longer.
+inline constexpr int kTeTargetSlackS = 30;
+
+struct TeOptions {
+  std::string test = "te_read";  ///< te_write or te_read (--operation, default read)
+  std::string mode;              ///< target or initiator; empty: by --segment_id
+  std::string metadata_server = "P2PHANDSHAKE";
+  std::string segment_id;
+  std::string local_server_name;
+  uint64_t batch_size = 128;
+  uint64_t block_size = 65536;
+  uint64_t buffer_size = uint64_t{1} << 30;
+  uint64_t threads = 12;
+  uint64_t duration = 10;
+  bool duration_given = false;
+  std::string protocol;  ///< --protocol as given (empty: mc's own selection)
+  std::string report_unit = "GB";
+  uint64_t report_precision = 2;
+  bool init_mem = false;  ///< --init_mem: fill the buffers with 0xCC before registering
+  /// MC_* settings the flags stand for (--protocol, --device_name,
+  /// --nic_priority_matrix), set in the environment before the engine starts.
+  std::vector<std::pair<std::string, std::string>> env;
+  /// One line per flag whose meaning mc does not have: what mc does instead.
+  std::vector<std::string> notes;
+};
+
+/// Parses argv into `o`. Returns -1 when the run may go on, 0 after printing
+/// the help (-h), 2 (the usage exit status) after printing why to stderr.
+int parse_te_options(int argc, char** argv, TeOptions* o);
+
+/// Whether `arg` ("--mode=target", "-segment_id", "--noinit_mem") names a
+/// flag of the te_* tests: such a command line runs them without -t.
+bool is_te_flag(std::string_view arg);
+
+/// Bytes of one --report_unit (GB 10^9, GiB 2^30, Gb 10^9 / 8, ... as
+/// Mooncake's bench); 0 for an unknown unit.
+double report_unit_bytes(const std::string& unit);
+
+/// Prints the te_* part of -h.
+void print_te_usage(FILE* out);
+
+}  // namespace mc::perf
