@@ -3,7 +3,10 @@
 # Runs mc_perftest in loopback (-l) and client/server mode over self, tcp and
 # sm at a few sizes with small iteration counts, the UCP tests over tcp, sm
 # and UCP's default selection, the Transfer Engine tests (te_write, te_read:
-# a target and an initiator process) over tcp and sm; checks that every run exits 0
+# a target and an initiator process) over tcp and sm, also started with
+# Mooncake's transfer_engine_bench command line (--protocol=tcp, and =rdma
+# --device_name on the soft RDMA provider when rc is built, --report_unit,
+# --nic_priority_matrix, refused values); checks that every run exits 0
 # and prints sane numbers (CSV: the iteration count asked for, positive and
 # bounded latency, bandwidth = size x message rate, latency = 1 / rate), and
 # that bad command lines, a server that never comes and a peer that dies end
@@ -339,6 +342,56 @@ te_mooncake_cli() {
   fi
 }
 te_mooncake_cli
+
+# --protocol=rdma --device_name=mcsoft1 on the soft RDMA provider (when the
+# rc transports are built): the lanes are rc ones on that device only.
+te_mooncake_rdma() {
+  local what="te mooncake --protocol=rdma --device_name=mcsoft1" out=$tmp/out.rdma rc=0 trc=0
+  local soft=(MC_IB_PROVIDER=soft MC_IB_SOFT_FABRIC=perftest-check-$$)
+  env "${soft[@]}" "$build_dir/src/tools/info/mc_info" -d > "$tmp/soft.d" 2>&1
+  rm -f "/dev/shm/mc-ibsoft-perftest-check-$$"
+  if ! grep -q 'on mcsoft1' "$tmp/soft.d"; then
+    echo "skip: $what (no rc transport in this build)"; return
+  fi
+  start_target_cmd "$what" "${soft[@]}" "$perftest" --mode=target --local_server_name=127.0.0.1 \
+    --protocol=rdma --device_name=mcsoft1 --buffer_size=16m --duration=1 || return
+  env "${soft[@]}" timeout $limit "$perftest" --segment_id="$seg" --local_server_name=127.0.0.1 \
+    --protocol=rdma --device_name=mcsoft1 --threads=1 --batch_size=8 --duration=1 \
+    > "$out" 2> "$tmp/err" || rc=$?
+  kill -TERM $target 2>/dev/null; wait $target || trc=$?
+  rm -f "/dev/shm/mc-ibsoft-perftest-check-$$"
+  if [ $rc -ne 0 ] || [ $trc -ne 0 ]; then
+    fail "$what: initiator exit $rc, target exit $trc"
+    sed 's/^/      /' "$tmp/err" "$out" "$tmp/target" | tail -8; return
+  fi
+  if grep -Eq '^  transport    rc_(verbs|mlx5)/mcsoft1:1 -> rc_(verbs|mlx5)/mcsoft1:1 \(carries' "$out" &&
+     ! grep '^  transport' "$out" | grep -Eq 'tcp/|sm/|mcsoft0' && grep -q 'check=passed' "$out"; then
+    pass "$what: $(grep '^  transport' "$out" | sed 's/^ *//')"
+  else
+    fail "$what: lanes not rc on mcsoft1"; sed 's/^/      /' "$out" | tail -6
+  fi
+}
+te_mooncake_rdma
+
+# --nic_priority_matrix: Mooncake's JSON file becomes the engine's matrix
+# (a secondary-only entry, which discovery never makes; its musa:0 entry is
+# left out with a note), as the target's info log of its buffer says.
+te_mooncake_matrix() {
+  local what="te mooncake --nic_priority_matrix" dev
+  dev=$(ls /sys/class/net | grep -vx lo | head -1)
+  [ -n "$dev" ] || { echo "skip: $what (no netdev but lo)"; return; }
+  echo "{\"cpu:0\": [[], [\"$dev\"]], \"musa:0\": [[\"$dev\"], []]}" > "$tmp/matrix-ok.json"
+  start_target_cmd "$what" MC_LOG_LEVEL=info "$perftest" --mode=target \
+    --local_server_name=127.0.0.1 --nic_priority_matrix="$tmp/matrix-ok.json" --buffer_size=1m || return
+  kill -TERM $target 2>/dev/null; wait $target 2>/dev/null
+  if grep -q "at cpu:0: preferred devices none, secondary $dev$" "$tmp/target" &&
+     grep -q "location 'musa:0' left out" "$tmp/target"; then
+    pass "$what: cpu:0 has secondary $dev, musa:0 left out with a note"
+  else
+    fail "$what"; sed 's/^/      /' "$tmp/target" | tail -6
+  fi
+}
+te_mooncake_matrix
 
 # Bad Transfer Engine command lines: exit status 2 and a message naming the
 # flag.
