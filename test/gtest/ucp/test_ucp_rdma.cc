@@ -2,7 +2,8 @@
 // UCP over the RDMA transports (rc_verbs, rc_mlx5) on the soft verbs
 // provider's two devices: put, get and active messages at every size class
 // with data checked, over two rails; and a device failed in the middle of a
-// multi-rail put: the put completes on the other device, every byte right.
+// multi-rail put: the put completes on the other device, every byte right;
+// destination device affinity between a peer on mcsoft1 and both devices.
 // On real hardware (MC_IB_PROVIDER=verbs) the failover case is skipped: it
 // needs the soft provider's fault switch.
 #include <gtest/gtest.h>
@@ -144,6 +145,82 @@ TEST_P(UcpRdma, DeviceFailedMidPutCompletesOnTheOtherDevice) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rc, UcpRdma, testing::Values("rc_verbs", "rc_mlx5"));
+
+// Destination device affinity (RailPreference::same_device, the engine's
+// MC_ENABLE_DEST_DEVICE_AFFINITY): a peer with only mcsoft1 is reached from
+// both local devices; with affinity the mcsoft1 -> mcsoft1 lane ranks first
+// and carries every byte, mcsoft0 -> mcsoft1 stands by; without it both rank
+// alike and both carry.
+TEST(UcpRdmaAffinity, SameNameRemoteDeviceRanksFirstAndCarries) {
+  uct::test::use_soft_verbs_unless_told();
+  if (!uct::find_component("rc_verbs")) GTEST_SKIP() << "rc_verbs is not loaded";
+  const char* provider = std::getenv("MC_IB_PROVIDER");
+  if (!provider || std::string(provider) != "soft") GTEST_SKIP() << "needs the soft provider";
+  std::map<std::string, std::string> env = {
+      {"MC_TLS", "rc_verbs"},
+      {"MC_MAX_RMA_RAILS", "2"},
+      {"MC_IB_PROVIDER", "soft"},
+      {"MC_IB_SOFT_FABRIC", std::getenv("MC_IB_SOFT_FABRIC")}};
+  ucs::config::Sources s0, s1;
+  std::unique_ptr<Context> c0 = make_context(env, &s0);
+  env["MC_IB_DEVICES"] = "mcsoft1";
+  std::unique_ptr<Context> c1 = make_context(env, &s1);
+  ASSERT_TRUE(c0 && c1);
+  Result<std::unique_ptr<Worker>> w0 = Worker::create(*c0), w1 = Worker::create(*c1);
+  ASSERT_TRUE(w0.ok() && w1.ok());
+  Result<std::unique_ptr<Endpoint>> ep = (*w0)->ep_create((*w1)->address());
+  ASSERT_TRUE(ep.ok());
+  std::map<std::string, size_t> lane_of;  // local device -> lane
+  for (size_t lane : (*ep)->lanes().rma_bw_lanes) {
+    const wireup::Lane& l = (*ep)->lanes().lanes[lane];
+    EXPECT_EQ((*ep)->peer().ifaces[l.remote].dev_name, "mcsoft1:1");
+    lane_of[(*w0)->local_resources()[l.local].dev_name] = lane;
+  }
+  ASSERT_EQ(lane_of.size(), 2u) << "a rail from each local device to mcsoft1";
+  const size_t same = lane_of.at("mcsoft1:1"), cross = lane_of.at("mcsoft0:1");
+
+  RailPreference affinity;
+  affinity.same_device = true;
+  std::vector<LaneRank> ranked = (*ep)->rank_lanes(affinity);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].lane, same);
+  EXPECT_EQ(ranked[0].rank, 0u);
+  EXPECT_TRUE(ranked[0].carries);
+  EXPECT_EQ(ranked[1].lane, cross);
+  EXPECT_EQ(ranked[1].rank, 1u);
+  EXPECT_FALSE(ranked[1].carries);
+  for (const LaneRank& r : (*ep)->rank_lanes(RailPreference{})) EXPECT_TRUE(r.carries);
+
+  constexpr size_t kSize = size_t{4} << 20;
+  std::vector<uint8_t> src(kSize, 7), dst(kSize, 0);
+  auto smh = MemHandle::map(*c0, src.data(), kSize);
+  auto dmh = MemHandle::map(*c1, dst.data(), kSize);
+  ASSERT_TRUE(smh.ok() && dmh.ok());
+  Result<std::vector<uint8_t>> packed = (*dmh)->rkey_pack();
+  ASSERT_TRUE(packed.ok());
+  Result<std::unique_ptr<Rkey>> rkey = (*ep)->rkey_unpack(*packed);
+  ASSERT_TRUE(rkey.ok());
+  auto put = [&](const RailPreference* rails) {
+    RequestParams rp;
+    rp.memh = smh->get();
+    rp.rails = rails;
+    Result<std::shared_ptr<Request>> r =
+        (*ep)->put_nbx(src.data(), kSize, reinterpret_cast<uintptr_t>(dst.data()), **rkey, rp);
+    ASSERT_TRUE(r.ok());
+    while (!(*r)->completed()) (*w0)->progress(), (*w1)->progress();
+    ASSERT_EQ((*r)->status(), Status::Ok);
+  };
+  auto bytes = [&](size_t lane) { return (*ep)->lane_runtime()[lane].rma_bytes; };
+  put(&affinity);
+  EXPECT_EQ(bytes(same), kSize);
+  EXPECT_EQ(bytes(cross), 0u);
+  EXPECT_EQ(dst, src);
+  RailPreference none;
+  put(&none);
+  EXPECT_GT(bytes(cross), 0u) << "without affinity both rails carry";
+  rkey->reset();
+  ep->reset();
+}
 
 }  // namespace
 }  // namespace mc::ucp::test
