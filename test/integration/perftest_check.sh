@@ -290,12 +290,13 @@ te_stopped_target
 # 'Test completed' line in --report_unit=MB (10^6 B) with 3 decimals matches
 # the MB/s (2^20 B) of the result line; the target's RPC listener has the
 # backlog MC_HANDSHAKE_LISTEN_BACKLOG asks for (ss's Send-Q of a listening
-# socket); the flags mc has no meaning for say so once on stderr.
+# socket); the flags mc has no meaning for say so once on stderr (the
+# document's spelling --auto-discovery included).
 te_mooncake_cli() {
   local what="te mooncake command line" out=$tmp/out.mc rc=0 trc=0 port backlog
   start_target_cmd "$what" MC_TLS=sm MC_HANDSHAKE_LISTEN_BACKLOG=7 "$perftest" --mode=target \
     --local_server_name=127.0.0.1 --protocol=tcp --buffer_size=16m --duration=1 \
-    --auto_discovery --backend=tent || return
+    --auto-discovery --backend=tent || return
   port=${seg##*:}
   if command -v ss > /dev/null; then
     backlog=$(ss -Hltn "sport = :$port" | awk '{ print $3; exit }')

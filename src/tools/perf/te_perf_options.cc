@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -250,12 +251,16 @@ bool bool_text(const std::string& text, std::string* out) {
 }
 
 // "--name=value" / "-name" -> name and, after '=', the value.
-std::string_view flag_name(std::string_view arg, std::string_view* value, bool* has_value) {
+// A '-' inside the name is read as '_': the Mooncake document writes
+// --auto-discovery for the bench's --auto_discovery.
+std::string flag_name(std::string_view arg, std::string_view* value, bool* has_value) {
   arg.remove_prefix(arg.starts_with("--") ? 2 : 1);
   const size_t eq = arg.find('=');
   *has_value = eq != std::string_view::npos;
   if (*has_value) *value = arg.substr(eq + 1);
-  return arg.substr(0, eq);
+  std::string name(arg.substr(0, eq));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
 }
 
 // Checks across flags once all are read; -1 when fine.
@@ -298,7 +303,7 @@ bool is_te_flag(std::string_view arg) {
   if (!arg.starts_with("-") || arg.size() < 3) return false;
   std::string_view value;
   bool has_value = false;
-  const std::string name(flag_name(arg, &value, &has_value));
+  const std::string name = flag_name(arg, &value, &has_value);
   if (flags().count(name)) return true;
   if (name.starts_with("no")) {
     auto it = flags().find(name.substr(2));
@@ -327,7 +332,7 @@ int parse_te_options(int argc, char** argv, TeOptions* o) {
     }
     std::string_view inline_value;
     bool has_value = false;
-    std::string name(flag_name(arg, &inline_value, &has_value));
+    std::string name = flag_name(arg, &inline_value, &has_value);
     std::string value(inline_value);
     auto it = flags().find(name);
     if (it == flags().end() && name.starts_with("no") && !has_value) {
