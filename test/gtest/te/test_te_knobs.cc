@@ -3,7 +3,8 @@
 // engine: MC_HANDSHAKE_LISTEN_BACKLOG reaches the RPC listener's listen()
 // (read back from the kernel through sock_diag), MC_INTRA_NVLINK and
 // MC_FORCE_MNNVL fail init naming themselves, MC_WORKERS_PER_CTX is
-// accepted and logged, MC_FORCE_TCP makes the engine's paths tcp.
+// accepted and logged, MC_FORCE_TCP makes the engine's paths tcp and
+// MC_FORCE_HCA without an RDMA device fails init.
 #include <gtest/gtest.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -157,6 +158,16 @@ TEST(TeKnobs, ForceTcpMakesThePathsTcp) {
   }
   EXPECT_EQ(engine->unregisterLocalMemory(local.data()), 0);
   EXPECT_EQ(target.stop(), 0) << target.log();
+}
+
+// MC_FORCE_HCA without a usable RDMA device: init fails naming the knob.
+TEST(TeKnobs, ForceHcaWithoutAnRdmaDeviceFailsInit) {
+  mc::test::LogCapture sink(google::GLOG_ERROR);
+  ScopedEnv env({{"MC_FORCE_HCA", "y"}, {"MC_IB_DEVICES", "mc_no_such_hca"}});
+  TransferEngine engine;
+  EXPECT_NE(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  EXPECT_NE(sink.text().find("MC_FORCE_HCA=y, but no RDMA device is usable"), std::string::npos)
+      << sink.text();
 }
 
 }  // namespace
