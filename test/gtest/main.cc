@@ -11,6 +11,11 @@
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
+#ifdef MC_TEST_SOFT_LIBRARY
+  // The soft verbs provider of this build, for the ib modules here and in
+  // every process the tests start (MC_IB_PROVIDER=soft).
+  setenv("MC_IB_SOFT_LIBRARY", MC_TEST_SOFT_LIBRARY, 0);
+#endif
   if (mc::ucs::is_error(mc::ucs::log_init(argv[0]))) return 1;
   const int rc = RUN_ALL_TESTS();
   // The soft verbs fabric of this run (see uct/uct_test.cc).

@@ -12,6 +12,9 @@ set -uo pipefail
 
 build_dir=${1:?usage: $0 <build-dir>}
 info=$build_dir/src/tools/info/mc_info
+# The soft verbs provider (a test library, built by make check) for the
+# rc checks on it.
+export MC_IB_SOFT_LIBRARY=${MC_IB_SOFT_LIBRARY:-$build_dir/test/gtest/.libs/libmc_ib_soft.so}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 [ -x "$info" ] || { echo "no mc_info in $build_dir (build it first)"; exit 1; }
 tmp=$(mktemp -d)
@@ -172,6 +175,16 @@ MC_FORCE_HCA=y MC_IB_DEVICES=mc_no_such_hca "$info" -e loopback > "$tmp/hca" 2>&
   fail "MC_FORCE_HCA=y without an RDMA device accepted"
 expect "MC_FORCE_HCA=y without an RDMA device fails naming it" "$tmp/hca" \
   "MC_FORCE_HCA=y, but no RDMA device is usable"
+# A soft provider library that does not load, or is not one, is named.
+MC_IB_PROVIDER=soft MC_IB_SOFT_LIBRARY=/nonexistent/libmc_ib_soft.so "$info" -d > "$tmp/nosoft" 2>&1
+MC_IB_PROVIDER=soft MC_IB_SOFT_LIBRARY=$build_dir/src/ucs/.libs/libmc_ucs.so "$info" -d \
+  > "$tmp/notsoft" 2>&1
+if [ -e "$build_dir/modules/libmc_uct_rc_verbs.so" ]; then
+  expect "MC_IB_SOFT_LIBRARY that does not load: named with dlerror" "$tmp/nosoft" \
+    "MC_IB_SOFT_LIBRARY=/nonexistent/libmc_ib_soft.so\) does not load: .*No such file"
+  expect "MC_IB_SOFT_LIBRARY that is not the soft provider: named" "$tmp/notsoft" \
+    "libmc_ucs.so has no mc_ib_soft_verbs_ops"
+fi
 fabric=info-check-$$
 if MC_FORCE_HCA=y MC_IB_PROVIDER=soft MC_IB_SOFT_FABRIC=$fabric timeout 60 "$info" -e loopback > "$tmp/soft" 2>&1; then
   expect "MC_FORCE_HCA=y on the soft provider: lane 0 is rc" "$tmp/soft" "^  lane 0: rc_(verbs|mlx5)/mcsoft"

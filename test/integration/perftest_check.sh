@@ -18,6 +18,9 @@ set -uo pipefail
 
 build_dir=${1:?usage: $0 <build-dir>}
 perftest=$build_dir/src/tools/perf/mc_perftest
+# The soft verbs provider (a test library, built by make check) for the
+# rc checks on it.
+export MC_IB_SOFT_LIBRARY=${MC_IB_SOFT_LIBRARY:-$build_dir/test/gtest/.libs/libmc_ib_soft.so}
 [ -x "$perftest" ] || { echo "no mc_perftest in $build_dir (build it first)"; exit 1; }
 tls=${PERFTEST_TLS:-self tcp sm}
 limit=60                          # seconds any one run may take

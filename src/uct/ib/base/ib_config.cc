@@ -50,12 +50,18 @@ const ucs::config::Table& ib_config_table() {
       "ib devices", "",
       {field("IB_PROVIDER", "verbs",
              "Verbs provider: verbs (libibverbs.so.1 from rdma-core, loaded at run time, and "
-             "libmlx5.so.1 for rc_mlx5) or soft (the software provider for tests: devices "
+             "libmlx5.so.1 for rc_mlx5) or soft (the software provider for tests, from "
+             "MC_IB_SOFT_LIBRARY: devices "
              "mcsoft0.. in user space, RDMA through shared memory and process_vm_readv/writev, "
              "mlx5-shaped queues run by a device thread for rc_mlx5; never for production).",
              &IbConfig::provider,
              ucs::config::enum_parser<Provider>(
                  {{"verbs", Provider::Verbs}, {"soft", Provider::Soft}})),
+       field("IB_SOFT_LIBRARY", "libmc_ib_soft.so",
+             "The soft provider's library, loaded when MC_IB_PROVIDER=soft (a path, or a name "
+             "the dynamic loader searches for). It is a test library of the build tree "
+             "(test/gtest/.libs/libmc_ib_soft.so, built by make check), never installed.",
+             &IbConfig::soft_library, ucs::config::string_parser()),
        field("IB_SOFT_FABRIC", "default",
              "Name of the soft provider's fabric (/dev/shm/mc-ibsoft-<name>); processes on "
              "the same fabric reach each other.",

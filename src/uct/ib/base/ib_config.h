@@ -20,6 +20,7 @@ enum class GpuRegMode { Auto, DmaBuf, PeerMem, Off };
 
 struct IbConfig {
   Provider provider;                      ///< MC_IB_PROVIDER
+  std::string soft_library;               ///< MC_IB_SOFT_LIBRARY
   std::string soft_fabric;                ///< MC_IB_SOFT_FABRIC
   uint64_t soft_devices;                  ///< MC_IB_SOFT_DEVICES
   ucs::config::AllowList devices;         ///< MC_IB_DEVICES

@@ -11,7 +11,6 @@
 #include "ucs/datastruct/wire.h"
 #include "ucs/log/log.h"
 #include "uct/base/rkey_codec.h"
-#include "uct/ib/soft/soft_verbs.h"
 
 namespace mc::uct::ib {
 
@@ -31,8 +30,8 @@ int ibv_access(unsigned access) {
 
 Result<const VerbsOps*> verbs_ops_for(const IbConfig& config, std::string* why) {
   if (config.provider == Provider::Soft) {
-    return soft::verbs_ops_soft(config.soft_fabric, static_cast<unsigned>(config.soft_devices),
-                                why);
+    return verbs_ops_soft_library(config.soft_library, config.soft_fabric,
+                                  static_cast<unsigned>(config.soft_devices), why);
   }
   return verbs_ops_libibverbs(why);
 }

@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 
+#include <map>
 #include <mutex>
 
 #include "config.h"
@@ -168,6 +169,44 @@ ucs::Result<const VerbsOps*> verbs_ops_libibverbs(std::string* why) {
     return ucs::Status::NoDevice;
   }
   return &loaded.ops;
+}
+
+ucs::Result<const VerbsOps*> verbs_ops_soft_library(const std::string& path,
+                                                    const std::string& fabric, unsigned devices,
+                                                    std::string* why) {
+  static std::mutex lock;
+  static std::map<std::string, SoftVerbsEntry> entries;  // libraries stay loaded
+  SoftVerbsEntry entry = nullptr;
+  {
+    std::lock_guard guard(lock);
+    auto it = entries.find(path);
+    if (it == entries.end()) {
+      void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!lib) {
+        const char* e = dlerror();
+        if (why) {
+          *why = "the soft provider (MC_IB_SOFT_LIBRARY=" + path +
+                 ") does not load: " + (e ? e : "dlopen failed");
+        }
+        return ucs::Status::NoDevice;
+      }
+      void* sym = dlsym(lib, kSoftVerbsEntry);
+      if (!sym) {
+        if (why) *why = path + " has no " + kSoftVerbsEntry + ": not the soft provider";
+        dlclose(lib);
+        return ucs::Status::NoDevice;
+      }
+      it = entries.emplace(path, reinterpret_cast<SoftVerbsEntry>(sym)).first;
+    }
+    entry = it->second;
+  }
+  std::string reason;
+  const VerbsOps* ops = entry(kVerbsOpsAbi, fabric.c_str(), devices, &reason);
+  if (!ops) {
+    if (why) *why = reason;
+    return ucs::Status::NoDevice;
+  }
+  return ops;
 }
 
 const char* wc_status_string(ibv_wc_status status) {

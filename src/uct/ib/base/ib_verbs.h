@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The verbs entry points the ib transports call, as one table of function
 // pointers: filled from libibverbs.so.1 by dlopen/dlsym (never linked), or
-// by the software provider of src/uct/ib/soft for tests.
+// by the software provider for tests, a library also loaded at run time.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -92,6 +92,25 @@ struct VerbsOps {
 /// ("libibverbs.so.1: cannot open shared object file", "missing symbol
 /// ibv_reg_mr") when rdma-core is not usable at run time.
 ucs::Result<const VerbsOps*> verbs_ops_libibverbs(std::string* why);
+
+/// The software provider for tests (test/gtest/uct/ib/soft, not part of the
+/// product) is a library the modules load at run time, as they load
+/// libibverbs: MC_IB_SOFT_LIBRARY, entry point kSoftVerbsEntry. `abi` is
+/// kVerbsOpsAbi of the caller; a library built with another table refuses
+/// it. The first call fixes the fabric and device count of the process.
+using SoftVerbsEntry = const VerbsOps* (*)(uint32_t abi, const char* fabric, unsigned devices,
+                                           std::string* why);
+inline constexpr const char* kSoftVerbsEntry = "mc_ib_soft_verbs_ops";
+/// Changes with the layout of VerbsOps (its size, and a version for changes
+/// that keep the size).
+inline constexpr uint32_t kVerbsOpsAbi = (1u << 16) | static_cast<uint32_t>(sizeof(VerbsOps));
+
+/// The soft provider's table from the library at `path` (loaded once per
+/// path). NoDevice with `why` (the path and dlerror, a missing entry point,
+/// another table layout) when it cannot be used.
+ucs::Result<const VerbsOps*> verbs_ops_soft_library(const std::string& path,
+                                                    const std::string& fabric, unsigned devices,
+                                                    std::string* why);
 
 /// Text of an ibv_wc_status ("remote access error", ...).
 const char* wc_status_string(ibv_wc_status status);

@@ -481,3 +481,15 @@ ucs::Result<const VerbsOps*> verbs_ops_soft(const std::string& fabric, unsigned 
 }
 
 }  // namespace mc::uct::ib::soft
+
+extern "C" __attribute__((visibility("default"))) const mc::uct::ib::VerbsOps* mc_ib_soft_verbs_ops(
+    uint32_t abi, const char* fabric, unsigned devices, std::string* why) {
+  if (abi != mc::uct::ib::kVerbsOpsAbi) {
+    *why = "the soft provider library was built with another verbs table (abi " +
+           std::to_string(mc::uct::ib::kVerbsOpsAbi) + ", the module's " + std::to_string(abi) +
+           ")";
+    return nullptr;
+  }
+  auto ops = mc::uct::ib::soft::verbs_ops_soft(fabric ? fabric : "", devices, why);
+  return ops.ok() ? *ops : nullptr;
+}
