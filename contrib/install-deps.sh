@@ -19,14 +19,14 @@ build_pkgs=(
   libjsoncpp-dev libcurl4-openssl-dev libhiredis-dev
   libibverbs-dev rdma-core ibverbs-providers librdmacm-dev
   liburing-dev libnuma-dev
-  libclang-rt-14-dev
+  libclang-rt-14-dev help2man
 )
 # The programs the tests and scripts run, beyond what every Debian system has
 # (the packages of priority "required": bash, coreutils, grep, sed, mawk,
 # findutils, diffutils, util-linux, mount, e2fsprogs, procps' kill, ...).
 test_pkgs=(
   etcd-server etcd-client redis-server redis-tools
-  iproute2 iptables procps curl python3
+  iproute2 iptables procps curl python3 man-db
 )
 # contrib/bench-compare.sh's peers and plot (--bench).
 bench_pkgs=(ucx-utils iperf3 gnuplot-nox)
@@ -49,6 +49,7 @@ gcc             build-essential  test/integration/c_api_check.sh, install_check.
 clang           clang            contrib/fuzz.sh (libFuzzer builds; clang-14)
 clang++         clang            contrib/fuzz.sh
 make            make             contrib/build.sh, test/integration/*_check.sh
+help2man        help2man         man/Makefile.am (the tools' man pages, from --help)
 autoreconf      autoconf         autogen.sh
 automake        automake         autogen.sh (through autoreconf)
 libtoolize      libtool          autogen.sh (through autoreconf)
@@ -64,6 +65,7 @@ iptables        iptables         test/integration/netns_faults.sh, contrib/soak.
 uptime          procps           .ci/run
 curl            curl             test/integration/netns_metadata_faults.sh (the HTTP store)
 python3         python3          test/integration/info_check.sh (reads mc_info --json)
+man             man-db           test/integration/man_check.sh (renders the man pages)
 apt-get         apt              this script
 dpkg-query      dpkg             this script, contrib/deps-path.sh
 ucx_perftest    ucx-utils        contrib/bench-compare.sh (--bench)

@@ -138,6 +138,8 @@ if [ "$unit_only" = no ]; then
     "$top/contrib/gen-config-doc.sh" --check "$build_dir"
   run_check "make install: headers, libraries, modules, pkg-config, and a program built against them" \
     "$top/test/integration/install_check.sh" "$build_dir"
+  run_check "man pages: made from --help, rendered, every option on them; --version" \
+    "$top/test/integration/man_check.sh" "$build_dir"
   run_check "examples/uct_hello_world over self, tcp and sm" \
     env UCT_HELLO_WORLD="$build_dir/examples/uct_hello_world" "$top/examples/run_uct_hello_world.sh"
   run_check "mc_perftest in loopback and client/server modes over self, tcp and sm" \

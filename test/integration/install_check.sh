@@ -21,7 +21,9 @@ for f in include/mc/ucs/status/status.h include/mc/ucs/module/module_abi.h \
          include/mc/ucs/config/table.h include/mc/uct/api/module.h \
          include/mc/ucp/api/ucp.h lib/libmc_ucp.so lib/pkgconfig/mc-ucp.pc bin/mc_perftest \
          lib/libmc_ucs.so lib/libmc_uct.so lib/pkgconfig/mc-ucs.pc lib/pkgconfig/mc-uct.pc \
-         lib/mc/libmc_uct_self.so lib/mc/libmc_uct_tcp.so lib/mc/libmc_uct_sm.so bin/mc_info; do
+         lib/mc/libmc_uct_self.so lib/mc/libmc_uct_tcp.so lib/mc/libmc_uct_sm.so bin/mc_info \
+         share/man/man1/mc_info.1 share/man/man1/mc_perftest.1 share/man/man1/mc_uct_check.1 \
+         share/man/man8/mc_metadata_server.8 share/man/man8/mc_nvmeof_register.8; do
   if [ -e "$root/$f" ]; then echo "installed: $f"; else echo "MISSING: $f"; missing=1; fi
 done
 [ $missing -eq 0 ] || exit 1

@@ -12,6 +12,7 @@
 #include "info_json.h"
 #include "info_reference.h"
 #include "info_ucp.h"
+#include "tools/tool_version.h"
 #include "ucs/config/registry.h"
 #include "ucs/log/log.h"
 #include "ucs/module/module_loader.h"
@@ -27,9 +28,10 @@ namespace {
 
 using namespace mc;
 
-void usage(const char* prog) {
-  std::printf(
-      "Usage: %s [options] [-e peer] [-p peer]\n"
+void usage(FILE* out) {
+  std::fprintf(
+      out,
+      "Usage: mc_info [options] [-e peer] [-p peer]\n"
       "With no option: version, modules and configuration.\n"
       "  -v   version and build\n"
       "  -b   build configuration: version, compiler, and what configure found\n"
@@ -46,8 +48,8 @@ void usage(const char* prog) {
       "       P: 'loopback' (a second worker here, connected to), a hex worker\n"
       "       address (as -w prints), or a file holding one\n"
       "  --json  JSON instead of text (every option but -M), one document per option\n"
-      "  -h   this help\n",
-      prog);
+      "  -h, --help  this help\n"
+      "  --version   the version line\n");
 }
 
 void print_version(bool json) {
@@ -276,7 +278,10 @@ int main(int argc, char** argv) {
   std::string peer;
   info::EndpointReport report;
   int c;
-  static const option kLong[] = {{"json", no_argument, nullptr, 'J'}, {nullptr, 0, nullptr, 0}};
+  static const option kLong[] = {{"json", no_argument, nullptr, 'J'},
+                                 {"help", no_argument, nullptr, 'h'},
+                                 {"version", no_argument, nullptr, 'V'},
+                                 {nullptr, 0, nullptr, 0}};
   while ((c = getopt_long(argc, argv, "vbmdcfMTswe:p:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'v': version = true; break;
@@ -299,13 +304,14 @@ int main(int argc, char** argv) {
         peer = optarg;
         (c == 'e' ? report.lanes : report.protocols) = true;
         break;
-      case 'h': usage(argv[0]); return 0;
-      default: usage(argv[0]); return 2;
+      case 'h': usage(stdout); return 0;
+      case 'V': return tools::print_version("mc_info");
+      default: usage(stderr); return 2;
     }
   }
   if (optind < argc) {
     std::cerr << "mc_info: unexpected argument '" << argv[optind] << "'\n";
-    usage(argv[0]);
+    usage(stderr);
     return 2;
   }
   if (markdown) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tools/metadata/metadata_server.h"
+#include "tools/tool_version.h"
 #include "ucs/config/parser.h"
 #include "ucs/config/table.h"
 #include "ucs/log/log.h"
@@ -46,6 +47,7 @@ void usage(std::ostream& os) {
         "                            Bearer TOKEN', else 401 (default: MC_METADATA_AUTH_TOKEN\n"
         "                            from the environment; none when both are empty)\n"
         "  -h, --help                this text\n"
+        "  --version                 the version line\n"
         "  Every option takes its value as --option VALUE or --option=VALUE; a later option\n"
         "  overrides an earlier one. Sizes take binary units (64m, 1g); times s, ms, m\n"
         "  (10s, 500ms).\n";
@@ -140,6 +142,7 @@ int parse_args(int argc, char** argv, ServerOptions* options) {
       usage(std::cout);
       std::exit(0);
     }
+    if (arg == "--version") std::exit(mc::tools::print_version("mc_metadata_server"));
     // --option=VALUE (gflags' form, as Mooncake's tools are called) or
     // --option VALUE.
     std::string inline_value;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/tool_version.h"
 #include "ucp/metadata/config.h"
 #include "ucp/metadata/descriptors.h"
 #include "ucp/metadata/store.h"
@@ -32,19 +33,16 @@ using mc::ucs::Status;
 constexpr const char* kProg = "mc_nvmeof_register";
 
 void usage(std::ostream& os) {
-  os << "NAME\n"
-        "  mc_nvmeof_register - register and mount file (nvmeof) segments of the Transfer Engine\n"
-        "\n"
-        "SYNOPSIS\n"
-        "  mc_nvmeof_register register   --metadata CONN --segment NAME --server SERVER [--force] "
+  os << "Usage: mc_nvmeof_register register   --metadata CONN --segment NAME --server SERVER [--force] "
         "FILE...\n"
-        "  mc_nvmeof_register mount      --metadata CONN --segment NAME --host HOST --buffer I "
+        "   or: mc_nvmeof_register mount      --metadata CONN --segment NAME --host HOST --buffer I "
         "--path PATH\n"
-        "  mc_nvmeof_register unmount    --metadata CONN --segment NAME --host HOST --buffer I\n"
-        "  mc_nvmeof_register show       --metadata CONN --segment NAME [--json]\n"
-        "  mc_nvmeof_register unregister --metadata CONN --segment NAME\n"
+        "   or: mc_nvmeof_register unmount    --metadata CONN --segment NAME --host HOST --buffer I\n"
+        "   or: mc_nvmeof_register show       --metadata CONN --segment NAME [--json]\n"
+        "   or: mc_nvmeof_register unregister --metadata CONN --segment NAME\n"
+        "   or: mc_nvmeof_register -h | --help | --version\n"
         "\n"
-        "DESCRIPTION\n"
+        "Registers and mounts file (nvmeof) segments of the Transfer Engine.\n"
         "  A file segment is a list of files (NVMe or NVMe-oF namespaces, block devices or\n"
         "  regular files), laid end to end in one offset space: file 0 at [0, len0), file 1\n"
         "  at [len0, len0 + len1), ... It lives in the metadata store at\n"
@@ -66,7 +64,7 @@ void usage(std::ostream& os) {
         "  redis://[:password@]host:6379[/db]. P2PHANDSHAKE has no store and is refused.\n"
         "  The store has no key listing: segments are found by name.\n"
         "\n"
-        "EXIT STATUS\n"
+        "Exit status:\n"
         "  0 done; 1 the store or a file failed (the reason is printed); 2 bad arguments.\n";
 }
 
@@ -231,6 +229,7 @@ int main(int argc, char** argv) {
     usage(std::cout);
     return 0;
   }
+  if (a.command == "--version") return mc::tools::print_version("mc_nvmeof_register");
   const std::vector<std::string> commands = {"register", "mount", "unmount", "show", "unregister"};
   bool known = false;
   for (const std::string& c : commands) known = known || c == a.command;

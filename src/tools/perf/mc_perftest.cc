@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <string_view>
 #include <thread>
 
 #include "config.h"
@@ -30,6 +31,7 @@
 #include "tools/perf/te_perf_tests.h"
 #include "tools/perf/ucp_perf_tests.h"
 #include "tools/perf/uct_perf_tests.h"
+#include "tools/tool_version.h"
 #include "ucs/async/event_loop.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
@@ -172,6 +174,9 @@ int main(int argc, char** argv) {
   register_uct_tests(registry);
   register_ucp_tests(registry);
   register_te_tests(registry);
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    return tools::print_version("mc_perftest");
+  }
   if (te_perf_requested(argc, argv)) return run_te_perf(argc, argv);
   Result<Options> parsed = parse_options(argc, argv, registry);
   if (!parsed.ok()) return parsed.status() == Status::Canceled ? 0 : kExitUsage;

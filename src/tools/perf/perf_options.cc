@@ -298,6 +298,7 @@ void print_usage(FILE* out, const char* prog, const Registry& registry) {
       "                    busy-polling TCP ping-pong latency (8 B); with -t, also print\n"
       "                    the fraction of them that the test reached\n"
       "     -h, --help     show this help message\n"
+      "     --version      show the version line\n"
       "\n"
       "  Output format:\n"
       "     -N             use numeric formatting (thousands separator)\n"

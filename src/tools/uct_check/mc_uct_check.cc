@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "tools/tool_version.h"
 #include "tools/uct_check/checks.h"
 #include "ucs/log/log.h"
 
@@ -14,13 +15,15 @@ namespace {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: mc_uct_check [-d DEVICE] [-1 | -2] TRANSPORT\n"
+               "Usage: mc_uct_check [-d DEVICE] [-1 | -2] TRANSPORT\n\n"
                "Runs the UCT conformance checks on TRANSPORT (e.g. tcp, sm, self, or a\n"
                "vendor module found through MC_MODULE_DIR): every operation at every size\n"
                "class with data checked, in one process and across two (a forked target).\n"
                "  -d DEVICE  the device to use (default: the first; lo for network)\n"
                "  -1         one process only\n"
                "  -2         two processes only\n"
+               "  -h, --help this help\n"
+               "  --version  the version line\n"
                "Prints 'operation | size | result' rows and 'N passed, N failed'; exits 0\n"
                "only when every check passed.\n");
 }
@@ -30,6 +33,14 @@ void usage(FILE* out) {
 int main(int argc, char** argv) {
   std::string dev;
   bool one = true, two = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help") {
+      usage(stdout);
+      return 0;
+    }
+    if (arg == "--version") return mc::tools::print_version("mc_uct_check");
+  }
   int opt;
   while ((opt = getopt(argc, argv, "d:12h")) != -1) {
     switch (opt) {
