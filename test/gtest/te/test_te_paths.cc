@@ -58,6 +58,28 @@ class TePaths : public testing::Test {
     EXPECT_EQ(engine.unregisterLocalMemory(local.data()), 0);
   }
 
+  // A target process at `location`, an engine with env_ and `extra`, the
+  // round trip to the target, and the target stopped; the paths in paths_.
+  void round_trip_to(const std::string& location,
+                     const std::map<std::string, std::string>& extra = {}) {
+    TargetProcess target;
+    ASSERT_TRUE(target.start("P2PHANDSHAKE", "127.0.0.1", kSize, kSeed, env_, false,
+                             {"--location", location}));
+    location_ = location;
+    std::unique_ptr<TransferEngine> engine;
+    {
+      std::map<std::string, std::string> env = env_;
+      for (const auto& [k, v] : extra) env[k] = v;
+      ScopedEnv scoped(env);
+      engine = std::make_unique<TransferEngine>();
+      ASSERT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
+    }
+    const SegmentHandle seg = engine->openSegment(target.segment());
+    ASSERT_GE(seg, 0);
+    round_trip(*engine, seg, target.addr(), kSeed);
+    EXPECT_EQ(target.stop(), 0) << target.log();
+  }
+
   std::string dev_;
   std::string location_ = "cpu:0";
   std::map<std::string, std::string> env_;
@@ -65,21 +87,11 @@ class TePaths : public testing::Test {
 };
 
 TEST_F(TePaths, PreferredNicOfBothSidesCarriesEveryByte) {
-  TargetProcess target;
-  ASSERT_TRUE(target.start("P2PHANDSHAKE", "127.0.0.1", kSize, kSeed, env_, false,
-                           {"--location", "cpu:0"}));
   mc::test::LogCapture sink(google::GLOG_INFO);
   const ucs::LogLevel level = ucs::log_level();
   ucs::log_set_level(ucs::LogLevel::Info);
-  std::unique_ptr<TransferEngine> engine;
-  {
-    ScopedEnv scoped(env_);
-    engine = std::make_unique<TransferEngine>();
-    ASSERT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
-  }
-  const SegmentHandle seg = engine->openSegment(target.segment());
-  ASSERT_GE(seg, 0);
-  round_trip(*engine, seg, target.addr(), kSeed);
+  round_trip_to("cpu:0");
+  ASSERT_FALSE(HasFatalFailure());
   ucs::log_set_level(level);
 
   ASSERT_EQ(paths_.size(), 2u);
@@ -97,23 +109,11 @@ TEST_F(TePaths, PreferredNicOfBothSidesCarriesEveryByte) {
                      " (rank 0, carries), tcp/lo -> tcp/lo (rank 4, stand-by)"),
             std::string::npos)
       << log;
-  EXPECT_EQ(target.stop(), 0) << target.log();
 }
 
 TEST_F(TePaths, WithoutMatrixEntriesBothRailsCarry) {
-  TargetProcess target;
-  ASSERT_TRUE(target.start("P2PHANDSHAKE", "127.0.0.1", kSize, kSeed, env_, false,
-                           {"--location", "cpu:9"}));
-  location_ = "cpu:9";  // neither matrix has an entry for it
-  std::unique_ptr<TransferEngine> engine;
-  {
-    ScopedEnv scoped(env_);
-    engine = std::make_unique<TransferEngine>();
-    ASSERT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
-  }
-  const SegmentHandle seg = engine->openSegment(target.segment());
-  ASSERT_GE(seg, 0);
-  round_trip(*engine, seg, target.addr(), kSeed);
+  round_trip_to("cpu:9");
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_EQ(paths_.size(), 2u);
   for (const SegmentPathInfo& p : paths_) {
     EXPECT_EQ(p.rank, 0) << p.local_device;
@@ -121,26 +121,13 @@ TEST_F(TePaths, WithoutMatrixEntriesBothRailsCarry) {
     EXPECT_GT(p.bytes, 0u) << p.local_device;
   }
   EXPECT_EQ(paths_[0].bytes + paths_[1].bytes, 3 * kSize);
-  EXPECT_EQ(target.stop(), 0) << target.log();
 }
 
 // MC_PATH_ROUNDROBIN: the same preference (the matrix prefers the second
 // device) still ranks the paths, but every healthy one carries.
 TEST_F(TePaths, PathRoundRobinLetsEveryHealthyRailCarry) {
-  TargetProcess target;
-  ASSERT_TRUE(target.start("P2PHANDSHAKE", "127.0.0.1", kSize, kSeed, env_, false,
-                           {"--location", "cpu:0"}));
-  std::unique_ptr<TransferEngine> engine;
-  {
-    std::map<std::string, std::string> env = env_;
-    env["MC_PATH_ROUNDROBIN"] = "y";
-    ScopedEnv scoped(env);
-    engine = std::make_unique<TransferEngine>();
-    ASSERT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
-  }
-  const SegmentHandle seg = engine->openSegment(target.segment());
-  ASSERT_GE(seg, 0);
-  round_trip(*engine, seg, target.addr(), kSeed);
+  round_trip_to("cpu:0", {{"MC_PATH_ROUNDROBIN", "y"}});
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_EQ(paths_.size(), 2u);
   EXPECT_EQ(paths_[0].local_device, "tcp/" + dev_);
   EXPECT_EQ(paths_[0].rank, 0);
@@ -150,7 +137,6 @@ TEST_F(TePaths, PathRoundRobinLetsEveryHealthyRailCarry) {
     EXPECT_GT(p.bytes, 0u) << p.local_device;
   }
   EXPECT_EQ(paths_[0].bytes + paths_[1].bytes, 3 * kSize);
-  EXPECT_EQ(target.stop(), 0) << target.log();
 }
 
 // MC_ENABLE_DEST_DEVICE_AFFINITY: ranks become 2 x rank + (0 when the remote
@@ -158,20 +144,8 @@ TEST_F(TePaths, PathRoundRobinLetsEveryHealthyRailCarry) {
 // same-name devices (lo does not reach the other device), so each gets the
 // even rank and the preferred device still carries alone.
 TEST_F(TePaths, DestDeviceAffinityRanksSameNamePathsEven) {
-  TargetProcess target;
-  ASSERT_TRUE(target.start("P2PHANDSHAKE", "127.0.0.1", kSize, kSeed, env_, false,
-                           {"--location", "cpu:0"}));
-  std::unique_ptr<TransferEngine> engine;
-  {
-    std::map<std::string, std::string> env = env_;
-    env["MC_ENABLE_DEST_DEVICE_AFFINITY"] = "y";
-    ScopedEnv scoped(env);
-    engine = std::make_unique<TransferEngine>();
-    ASSERT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
-  }
-  const SegmentHandle seg = engine->openSegment(target.segment());
-  ASSERT_GE(seg, 0);
-  round_trip(*engine, seg, target.addr(), kSeed);
+  round_trip_to("cpu:0", {{"MC_ENABLE_DEST_DEVICE_AFFINITY", "y"}});
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_EQ(paths_.size(), 2u);
   EXPECT_EQ(paths_[0].local_device, "tcp/" + dev_);
   EXPECT_EQ(paths_[0].rank, 0);
@@ -179,7 +153,6 @@ TEST_F(TePaths, DestDeviceAffinityRanksSameNamePathsEven) {
   EXPECT_EQ(paths_[1].local_device, "tcp/lo");
   EXPECT_EQ(paths_[1].rank, 8) << "2 x 4, the names match";
   EXPECT_FALSE(paths_[1].carries);
-  EXPECT_EQ(target.stop(), 0) << target.log();
 }
 
 }  // namespace
