@@ -210,24 +210,21 @@ Result<int> connect_to(const std::string& host, uint16_t port, uint64_t deadline
 
 }  // namespace
 
-Result<std::string> handshake_get_segment(const std::string& host, uint16_t port,
-                                          const std::string& segment, size_t max_length,
-                                          std::chrono::nanoseconds timeout, std::string* error,
-                                          const std::string& token) {
+Result<RpcReply> rpc_call(const std::string& host, uint16_t port, uint16_t code,
+                          std::string_view payload, size_t max_length,
+                          std::chrono::nanoseconds timeout, std::string* error) {
   const std::string where = host + ":" + std::to_string(port);
   const uint64_t deadline = ucs::monotonic_ns() + static_cast<uint64_t>(timeout.count());
   std::string why;
   Result<int> fd = connect_to(host, port, deadline, &why);
   if (!fd.ok()) {
-    *error = "handshake with " + where + ": " + why;
+    *error = "rpc with " + where + ": " + why;
     return fd.status();
   }
   Status s = Status::Ok;
-  std::string json;
+  RpcReply reply;
   do {
-    const std::vector<uint8_t> req =
-        token.empty() ? encode_frame(kGetSegment, segment)
-                      : encode_frame(kGetSegmentAuth, encode_auth_request(token, segment));
+    const std::vector<uint8_t> req = encode_frame(code, payload);
     if ((s = send_all(*fd, req.data(), req.size(), deadline, &why)) != Status::Ok) break;
     uint8_t hdr[kHandshakeHeaderSize];
     if ((s = recv_all(*fd, hdr, sizeof(hdr), deadline, &why)) != Status::Ok) break;
@@ -236,20 +233,41 @@ Result<std::string> handshake_get_segment(const std::string& host, uint16_t port
       s = h.status();
       break;
     }
-    json.resize(h->length);
-    if ((s = recv_all(*fd, json.data(), json.size(), deadline, &why)) != Status::Ok) break;
-    if (h->code != 0) {
-      const int code = -static_cast<int>(h->code);
-      why = "peer refused: " + json;
-      s = code >= -18 && code < 0 ? static_cast<Status>(code) : Status::Rejected;
-    }
+    reply.code = h->code;
+    reply.payload.resize(h->length);
+    s = recv_all(*fd, reply.payload.data(), reply.payload.size(), deadline, &why);
   } while (false);
   ::close(*fd);
   if (s != Status::Ok) {
-    *error = "handshake with " + where + ": " + why;
+    *error = "rpc with " + where + ": " + why;
     return s;
   }
-  return json;
+  return reply;
+}
+
+Status reply_status(uint16_t code) {
+  const int c = -static_cast<int>(code);
+  return c >= -18 && c < 0 ? static_cast<Status>(c) : Status::Rejected;
+}
+
+Result<std::string> handshake_get_segment(const std::string& host, uint16_t port,
+                                          const std::string& segment, size_t max_length,
+                                          std::chrono::nanoseconds timeout, std::string* error,
+                                          const std::string& token) {
+  const std::string payload = token.empty() ? segment : encode_auth_request(token, segment);
+  Result<RpcReply> reply = rpc_call(host, port, token.empty() ? kGetSegment : kGetSegmentAuth,
+                                    payload, max_length, timeout, error);
+  if (!reply.ok()) {
+    // rpc_call's text names the peer; keep the handshake's wording.
+    if (error->starts_with("rpc ")) *error = "handshake " + error->substr(4);
+    return reply.status();
+  }
+  if (reply->code != 0) {
+    *error =
+        "handshake with " + host + ":" + std::to_string(port) + ": peer refused: " + reply->payload;
+    return reply_status(reply->code);
+  }
+  return std::move(reply->payload);
 }
 
 }  // namespace mc::te

@@ -10,6 +10,8 @@
 //                or the error text
 // all little-endian (12-byte header). With MC_AUTH_TOKEN set, the request is
 // kGetSegmentAuth, whose payload is: token length u32, the token, the name.
+// Notifications are requests of the same framing, kNotify and kNotifyKey,
+// whose payloads always start with the token (notify_wire.h).
 #pragma once
 
 #include <chrono>
@@ -33,6 +35,18 @@ inline constexpr size_t kHandshakeHeaderSize = 12;
 inline constexpr uint16_t kGetSegment = 1;
 /// Request code: the same, with a shared secret (MC_AUTH_TOKEN) first.
 inline constexpr uint16_t kGetSegmentAuth = 2;
+/// Request codes of notifications (notify_wire.h).
+inline constexpr uint16_t kNotify = 3;
+inline constexpr uint16_t kNotifyKey = 4;
+/// Reply code of kNotify: the target first sends a key to the sender's
+/// listener (kNotifyKey); the sender sends again with it. Not a -Status.
+inline constexpr uint16_t kNotifyNeedKey = 0x100;
+
+/// A reply: its code (0, -Status, or a request's own code) and payload.
+struct RpcReply {
+  uint16_t code = 0;
+  std::string payload;
+};
 
 struct FrameHeader {
   uint16_t code = 0;
@@ -71,6 +85,18 @@ Result<std::string> handshake_get_segment(const std::string& host, uint16_t port
                                           const std::string& segment, size_t max_length,
                                           std::chrono::nanoseconds timeout, std::string* error,
                                           const std::string& token = {});
+
+/// Sends one request frame to the listener at host:port and reads its
+/// reply frame, within `timeout` for the whole exchange. Unreachable,
+/// Timeout, ConnectionReset, BadData / VersionMismatch / MessageTruncated
+/// (a reply frame that does not decode or exceeds `max_length`); `*error`
+/// names host:port and the cause. The reply's own code is not interpreted.
+Result<RpcReply> rpc_call(const std::string& host, uint16_t port, uint16_t code,
+                          std::string_view payload, size_t max_length,
+                          std::chrono::nanoseconds timeout, std::string* error);
+
+/// The status a reply's error code stands for (Rejected for one out of range).
+Status reply_status(uint16_t code);
 
 /// Splits "host:port" (port required); InvalidParam when malformed.
 Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text);

@@ -96,12 +96,12 @@ struct RpcServer::Conn {
   size_t sent = 0;
 };
 
-RpcServer::RpcServer(const Params& params, SegmentProvider provider)
-    : params_(params), provider_(std::move(provider)) {}
+RpcServer::RpcServer(const Params& params, SegmentProvider provider, RequestHandler handler)
+    : params_(params), provider_(std::move(provider)), handler_(std::move(handler)) {}
 
-Result<std::unique_ptr<RpcServer>> RpcServer::start(const Params& params,
-                                                    SegmentProvider provider) {
-  std::unique_ptr<RpcServer> server(new RpcServer(params, std::move(provider)));
+Result<std::unique_ptr<RpcServer>> RpcServer::start(const Params& params, SegmentProvider provider,
+                                                    RequestHandler handler) {
+  std::unique_ptr<RpcServer> server(new RpcServer(params, std::move(provider), std::move(handler)));
   server->params_.max_pending = std::max<size_t>(1, params.max_pending);
   server->params_.max_pending_per_peer = std::max<size_t>(1, params.max_pending_per_peer);
   MC_RETURN_IF_ERROR(server->bind_listen());
@@ -306,7 +306,8 @@ RpcServer::Step RpcServer::read_header(Conn& c) {
   }
   std::string why;
   Result<FrameHeader> h = decode_frame_header(c.hdr, params_.max_length, &why);
-  if (h.ok() && (h->code == kGetSegment || h->code == kGetSegmentAuth)) {
+  const bool notify = h.ok() && handler_ && (h->code == kNotify || h->code == kNotifyKey);
+  if (h.ok() && (h->code == kGetSegment || h->code == kGetSegmentAuth || notify)) {
     c.frame = *h;
     c.body.reserve(std::min<size_t>(h->length, 64 * 1024));
     c.phase = Conn::Phase::Body;
@@ -343,9 +344,23 @@ RpcServer::Step RpcServer::read_body(Conn& c) {
   return Step::More;
 }
 
+bool RpcServer::token_ok(const Conn& c, const std::string& token) {
+  if (params_.auth_token.empty() || token_equal(token, params_.auth_token)) return true;
+  // Told apart in the log, not in the reply.
+  if (auto v = bad_log_.check(); v.log) {
+    MC_LOG(warn) << "rpc listener: refused " << c.peer << ": "
+                 << (token.empty() ? "no auth token (MC_AUTH_TOKEN is set here)"
+                                   : "wrong auth token")
+                 << v.note();
+  }
+  return false;
+}
+
 std::vector<uint8_t> RpcServer::answer(Conn& c) {
   std::string token, name = std::move(c.body);
-  if (c.frame.code == kGetSegmentAuth &&
+  // Notifications always carry the token field (empty when none is set).
+  const bool notify = c.frame.code == kNotify || c.frame.code == kNotifyKey;
+  if ((c.frame.code == kGetSegmentAuth || notify) &&
       decode_auth_request(std::string(name), &token, &name) != Status::Ok) {
     if (auto v = bad_log_.check(); v.log) {
       MC_LOG(warn) << "rpc listener: bad request from " << c.peer << ": token runs past the payload"
@@ -353,16 +368,13 @@ std::vector<uint8_t> RpcServer::answer(Conn& c) {
     }
     return {};
   }
-  if (!params_.auth_token.empty() && !token_equal(token, params_.auth_token)) {
-    // Told apart in the log, not in the reply.
-    if (auto v = bad_log_.check(); v.log) {
-      MC_LOG(warn) << "rpc listener: refused " << c.peer << ": "
-                   << (token.empty() ? "no auth token (MC_AUTH_TOKEN is set here)"
-                                     : "wrong auth token")
-                   << v.note();
-    }
+  if (!token_ok(c, token)) {
     return error_frame(Status::Rejected,
                        "authentication failed: this listener requires MC_AUTH_TOKEN");
+  }
+  if (notify) {
+    RpcReply reply = handler_(c.frame.code, name, c.peer);
+    return encode_frame(reply.code, cut(std::move(reply.payload)));
   }
   std::string error;
   Result<std::string> json = provider_(name, &error);

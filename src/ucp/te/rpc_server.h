@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // RpcServer: the Transfer Engine's RPC listener. A TCP socket on a port of
 // [MC_MIN_RPC_PORT, MC_MAX_RPC_PORT] (or a given one) served by its own
-// thread: one handshake (handshake.h) per connection, many connections at
+// thread: one request (handshake.h) per connection, many connections at
 // once, each within one deadline, with a cap on those not yet answered.
+// Requests: a segment descriptor (the handshake), and the notifications'
+// kNotify / kNotifyKey, handed to a RequestHandler once the token passed.
 #pragma once
 
 #include <chrono>
@@ -14,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "ucp/te/handshake.h"
 #include "ucs/log/rate_limiter.h"
 #include "ucs/status/status.h"
 
@@ -26,6 +29,12 @@ using ucs::Status;
 /// status with `*error` set (sent back as the frame's text).
 using SegmentProvider =
     std::function<Result<std::string>(const std::string& name, std::string* error)>;
+
+/// Answers a kNotify or kNotifyKey request: `body` is its payload after the
+/// token (which the listener checked), `peer` "a.b.c.d:port". Runs on the
+/// listener's thread: it must not block.
+using RequestHandler =
+    std::function<RpcReply(uint16_t code, std::string_view body, const std::string& peer)>;
 
 /// Error texts sent back are cut to this many bytes: a request cannot make
 /// the listener echo its (up to MC_HANDSHAKE_MAX_LENGTH) segment name.
@@ -54,7 +63,9 @@ class RpcServer {
 
   /// Binds and starts the serving thread. Busy when no port of the range
   /// (or the given port) is free, IoError for other socket failures; logged.
-  static Result<std::unique_ptr<RpcServer>> start(const Params& params, SegmentProvider provider);
+  /// Without a `handler`, kNotify and kNotifyKey are unknown codes.
+  static Result<std::unique_ptr<RpcServer>> start(const Params& params, SegmentProvider provider,
+                                                  RequestHandler handler = {});
   /// Stops the thread and closes every socket.
   ~RpcServer();
   RpcServer(const RpcServer&) = delete;
@@ -66,7 +77,7 @@ class RpcServer {
   struct Conn;
   enum class Step { More, Close };
 
-  RpcServer(const Params& params, SegmentProvider provider);
+  RpcServer(const Params& params, SegmentProvider provider, RequestHandler handler);
   Status bind_listen();
   void run();
   /// Closes connections past their deadline; returns the poll timeout (ms).
@@ -81,10 +92,13 @@ class RpcServer {
   Step read_body(Conn& c);
   /// The reply to a whole request (empty: close without one).
   std::vector<uint8_t> answer(Conn& c);
+  /// The token check of a request; false (logged) when it fails.
+  bool token_ok(const Conn& c, const std::string& token);
   Step send_reply(Conn& c);
 
   Params params_;
   SegmentProvider provider_;
+  RequestHandler handler_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;  ///< eventfd: stops the thread
   uint16_t port_ = 0;
