@@ -149,6 +149,7 @@ int TransferEngine::Impl::init(const std::string& conn, const std::string& local
       s = store.status();
     }
   }
+  if (s == Status::Ok) s = start_notifier();
   if (s == Status::Ok) {
     te::RpcServer::Params params;
     params.port = requested_port_;
@@ -163,7 +164,10 @@ int TransferEngine::Impl::init(const std::string& conn, const std::string& local
     params.backlog = static_cast<int>(config_.handshake_listen_backlog);
     Result<std::unique_ptr<te::RpcServer>> rpc = te::RpcServer::start(
         params,
-        [this](const std::string& name, std::string* error) { return describe(name, error); });
+        [this](const std::string& name, std::string* error) { return describe(name, error); },
+        [n = notifier_.get()](uint16_t code, std::string_view body, const std::string& peer) {
+          return n->on_request(code, body, peer);
+        });
     if (rpc.ok()) rpc_ = std::move(*rpc);
     s = rpc.status();
   }
@@ -172,6 +176,7 @@ int TransferEngine::Impl::init(const std::string& conn, const std::string& local
     return static_cast<int>(s);
   }
   segment_name_ = store_ ? server_name_ : ip_port();
+  notifier_->set_self(segment_name_);
   progress_thread_ = std::thread([this] { progress_loop(); });
   if (store_) {
     s = claim_keys();
@@ -210,6 +215,7 @@ void TransferEngine::Impl::shutdown() {
     file_iface_.reset();
   }
   rpc_.reset();
+  notifier_.reset();  // after the listener that hands it requests, before the store
   if (store_) {
     remove_own_keys();
     store_.reset();

@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // TransferEngine::Impl: the state behind mc::TransferEngine. engine.cc has
 // init, registration, publication and segments; engine_transfer.cc the
-// batches, the progress thread and the task state machine.
+// batches, the progress thread and the task state machine; engine_notify.cc
+// the notifications (over te::Notifier).
 //
 // Threads: the caller's threads (the API), the progress thread (drives the
 // UCP worker, posts queued tasks, completes them), the RPC listener's thread
-// (serves the descriptor), the metadata refresher (engine_refresh.cc: puts
-// this engine's keys again when the store lost them), and the metadata
-// backend's own.
-// Lock order: publish_mu_ -> mu_. mu_ guards every member below it and every
-// UCP call (UCP is single-threaded per worker); it is never held across a
-// network round trip (handshake, metadata store), which publish_mu_ and
-// open_mu_ serialise instead. UCP completion callbacks run with mu_ held.
+// (serves the descriptor and notifications), the Notifier's sending and
+// keyer threads, the metadata refresher (engine_refresh.cc: puts this
+// engine's keys again when the store lost them), and the metadata backend's
+// own.
+// Lock order: publish_mu_ -> mu_ -> the Notifier's lock. mu_ guards every
+// member below it and every UCP call (UCP is single-threaded per worker); it
+// is never held across a network round trip (handshake, metadata store,
+// notification), which publish_mu_ and open_mu_ serialise instead. UCP
+// completion callbacks run with mu_ held; the Notifier's callbacks take mu_
+// on its sending thread, holding none of its locks.
 #pragma once
 
 #include <atomic>
@@ -32,6 +36,7 @@
 #include "ucp/metadata/descriptors.h"
 #include "ucp/metadata/store.h"
 #include "ucp/te/endpoint_store.h"
+#include "ucp/te/notifier.h"
 #include "ucp/te/rpc_server.h"
 #include "ucp/te/te_config.h"
 #include "ucs/topo/topo.h"
@@ -106,10 +111,20 @@ struct Task {
   uct::MemType file_mem = uct::MemType::Host;
 };
 
+/// The notification of a batch (submitTransferWithNotify).
+struct BatchNotify {
+  std::string target;  ///< the segment's name
+  NotifyDesc desc;
+  bool waiting = true;  ///< for the batch's tasks to end
+  int status = 1;       ///< getBatchNotifyStatus: 1, 0 or the negative reason
+};
+
 struct Batch {
+  BatchID id = 0;
   size_t capacity = 0;
   std::vector<std::unique_ptr<Task>> tasks;
   size_t unfinished = 0;
+  std::optional<BatchNotify> notify;
 };
 
 class TransferEngine::Impl {
@@ -135,6 +150,14 @@ class TransferEngine::Impl {
 
   std::string ip_port() const;
   size_t endpoint_count() const;
+
+  // engine_notify.cc
+  int submit_with_notify(BatchID id, const std::vector<TransferRequest>& entries,
+                         const NotifyDesc& notify);
+  int batch_notify_status(BatchID id);
+  int send_notify(const std::string& segment, const NotifyDesc& notify);
+  int send_notify_to(SegmentHandle id, const NotifyDesc& notify);
+  int get_notifies(std::vector<te::TakenNotify>& out);
 
  private:
   // engine.cc
@@ -186,6 +209,13 @@ class TransferEngine::Impl {
   void refresh_loop();
   void refresh_once();
 
+  // engine_notify.cc
+  Status start_notifier();
+  Result<std::pair<std::string, uint16_t>> rpc_address(const std::string& segment,
+                                                       std::string* error);
+  /// The batch's tasks all ended: posts its notification, or drops it.
+  void batch_ended_locked(Batch& batch);
+
   // engine_transfer.cc
   void progress_loop();
   void post_pending_locked(uint64_t now);
@@ -195,6 +225,7 @@ class TransferEngine::Impl {
   void on_op_done_locked(Task* task, Status status);
   void fail_posting_locked(Task* task, Status status, uint64_t now);
   void finish_locked(Task* task, TaskStatus status);
+  int submit_locked(Batch& batch, const std::vector<TransferRequest>& entries);
   bool validate_locked(const TransferRequest& req, Task* task);
 
   // Set by init() before any thread starts; read-only after.
@@ -213,6 +244,7 @@ class TransferEngine::Impl {
   metadata::PriorityMatrix priority_matrix_;
   std::vector<metadata::DeviceDesc> devices_;
   std::unique_ptr<metadata::Store> store_;
+  std::unique_ptr<te::Notifier> notifier_;  ///< before rpc_, which calls it
   std::unique_ptr<te::RpcServer> rpc_;
   std::atomic<bool> initialized_{false};
 

@@ -29,6 +29,7 @@ BatchID TransferEngine::Impl::allocate_batch(size_t batch_size) {
   batch->tasks.reserve(std::min<size_t>(batch_size, 4096));
   std::lock_guard<std::mutex> lock(mu_);
   const BatchID id = next_batch_++;
+  batch->id = id;
   batches_[id] = std::move(batch);
   return id;
 }
@@ -65,7 +66,7 @@ bool TransferEngine::Impl::validate_locked(const TransferRequest& req, Task* tas
 }
 
 int TransferEngine::Impl::submit(BatchID id, const std::vector<TransferRequest>& entries) {
-  const uint64_t now = ucs::monotonic_ns();
+  int rc = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = batches_.find(id);
@@ -73,37 +74,42 @@ int TransferEngine::Impl::submit(BatchID id, const std::vector<TransferRequest>&
       MC_LOG(error) << "transfer engine: submitTransfer: unknown batch " << id;
       return static_cast<int>(Status::NoElem);
     }
-    Batch& batch = *it->second;
-    if (entries.size() > batch.capacity - batch.tasks.size()) {
-      MC_LOG(error) << "transfer engine: submitTransfer: " << entries.size()
-                    << " tasks exceed batch " << id << " (" << batch.tasks.size() << " of "
-                    << batch.capacity << " used)";
-      return static_cast<int>(Status::NoResource);
-    }
-    for (const TransferRequest& req : entries) {
-      auto task = std::make_unique<Task>();
-      task->req = req;
-      task->batch = &batch;
-      task->deadline_ns =
-          transfer_timeout_ns_ == UINT64_MAX ? UINT64_MAX : now + transfer_timeout_ns_;
-      if (!validate_locked(req, task.get())) {
-        task->status = INVALID;
-      } else {
-        const uintptr_t a = reinterpret_cast<uintptr_t>(req.source);
-        auto next = buffers_.upper_bound(a);
-        if (next != buffers_.begin()) {
-          LocalBuffer* b = std::prev(next)->second.get();
-          if (b->memh->contains(req.source, req.length)) task->local = b;
-        }
-        if (task->local) task->local->inflight++;
-        segments_[req.target_id]->inflight++;
-        batch.unfinished++;
-        pending_.push_back(task.get());
-      }
-      batch.tasks.push_back(std::move(task));
-    }
+    rc = submit_locked(*it->second, entries);
   }
-  wake_.notify_one();
+  if (rc == 0) wake_.notify_one();
+  return rc;
+}
+
+int TransferEngine::Impl::submit_locked(Batch& batch, const std::vector<TransferRequest>& entries) {
+  const uint64_t now = ucs::monotonic_ns();
+  if (entries.size() > batch.capacity - batch.tasks.size()) {
+    MC_LOG(error) << "transfer engine: submitTransfer: " << entries.size()
+                  << " tasks exceed batch " << batch.id << " (" << batch.tasks.size() << " of "
+                  << batch.capacity << " used)";
+    return static_cast<int>(Status::NoResource);
+  }
+  for (const TransferRequest& req : entries) {
+    auto task = std::make_unique<Task>();
+    task->req = req;
+    task->batch = &batch;
+    task->deadline_ns =
+        transfer_timeout_ns_ == UINT64_MAX ? UINT64_MAX : now + transfer_timeout_ns_;
+    if (!validate_locked(req, task.get())) {
+      task->status = INVALID;
+    } else {
+      const uintptr_t a = reinterpret_cast<uintptr_t>(req.source);
+      auto next = buffers_.upper_bound(a);
+      if (next != buffers_.begin()) {
+        LocalBuffer* b = std::prev(next)->second.get();
+        if (b->memh->contains(req.source, req.length)) task->local = b;
+      }
+      if (task->local) task->local->inflight++;
+      segments_[req.target_id]->inflight++;
+      batch.unfinished++;
+      pending_.push_back(task.get());
+    }
+    batch.tasks.push_back(std::move(task));
+  }
   return 0;
 }
 
@@ -155,7 +161,8 @@ void TransferEngine::Impl::finish_locked(Task* task, TaskStatus status) {
   if (task->local) task->local->inflight--;
   auto seg = segments_.find(task->req.target_id);
   if (seg != segments_.end()) seg->second->inflight--;
-  task->batch->unfinished--;
+  Batch& batch = *task->batch;
+  if (--batch.unfinished == 0 && batch.notify && batch.notify->waiting) batch_ended_locked(batch);
 }
 
 Result<te::EndpointStore::Entry> TransferEngine::Impl::endpoint_locked(int32_t segment) {

@@ -38,9 +38,10 @@ const cfg::Table& te_config_table() {
                   "to the address peers use, so the listener is not reachable on the others.",
                   &TeConfig::rpc_bind_addr, cfg::string_parser()),
        cfg::field("AUTH_TOKEN", "",
-                  "Shared secret: when set, the RPC listener refuses (and logs) a handshake that "
-                  "does not carry the same token, and this engine sends it to its peers. Sent "
-                  "in clear text; it gates the segment descriptor, not the data path.",
+                  "Shared secret: when set, the RPC listener refuses (and logs) a handshake or a "
+                  "notification that does not carry the same token, and this engine sends it to "
+                  "its peers. Sent in clear text; it gates the segment descriptor and "
+                  "notifications, not the data path.",
                   &TeConfig::auth_token, cfg::string_parser()),
        cfg::field("RPC_MAX_PENDING", "64",
                   "Connections the RPC listener keeps open while their handshake is not done; "
@@ -79,7 +80,18 @@ const cfg::Table& te_config_table() {
        cfg::field("FORCE_MNNVL", "n",
                   "Mooncake: multi-node NVLink as the main transport whatever RDMA NICs exist. mc "
                   "has no NVLink transport yet: when set, engine init fails naming this knob.",
-                  &TeConfig::force_mnnvl, cfg::bool_parser())});
+                  &TeConfig::force_mnnvl, cfg::bool_parser()),
+       cfg::field("NOTIFY_MAX_SIZE", "64k",
+                  "Largest notification (name and notify_msg together, in bytes) this engine "
+                  "sends or takes; a larger one is refused with MessageTruncated (-15), at the "
+                  "sender before anything is sent. Its frame must also fit "
+                  "MC_HANDSHAKE_MAX_LENGTH.",
+                  &TeConfig::notify_max_size, cfg::size_parser(1, size_t{16} << 20)),
+       cfg::field("NOTIFY_QUEUE_LENGTH", "1024",
+                  "Notifications this engine keeps until getNotifies takes them; with the queue "
+                  "full, one more is refused and its sender gets NoResource (-2), nothing is "
+                  "dropped. At most MC_NOTIFY_QUEUE_LENGTH x MC_NOTIFY_MAX_SIZE bytes are held.",
+                  &TeConfig::notify_queue_length, cfg::uint_parser(1, 1 << 24))});
   return table;
 }
 

@@ -37,6 +37,8 @@ struct TeConfig {
   bool path_roundrobin = false;       ///< MC_PATH_ROUNDROBIN (RailPreference)
   bool intra_nvlink = false;          ///< MC_INTRA_NVLINK: refused by init (no NVLink transport)
   bool force_mnnvl = false;           ///< MC_FORCE_MNNVL: refused by init (no NVLink transport)
+  size_t notify_max_size = 64 << 10;    ///< MC_NOTIFY_MAX_SIZE
+  uint64_t notify_queue_length = 1024;  ///< MC_NOTIFY_QUEUE_LENGTH
 };
 
 /// Why `config` cannot start an engine: the NVLink knobs (MC_INTRA_NVLINK,

@@ -99,6 +99,49 @@ int TransferEngine::freeBatchID(BatchID batch_id) {
   return guarded("freeBatchID", -1, [&] { return impl_->free_batch(batch_id); });
 }
 
+int TransferEngine::submitTransferWithNotify(BatchID batch_id,
+                                             const std::vector<TransferRequest>& entries,
+                                             const NotifyDesc& notify) {
+  return guarded("submitTransferWithNotify", -1,
+                 [&] { return impl_->submit_with_notify(batch_id, entries, notify); });
+}
+
+int TransferEngine::getBatchNotifyStatus(BatchID batch_id) {
+  return guarded("getBatchNotifyStatus", -1, [&] { return impl_->batch_notify_status(batch_id); });
+}
+
+int TransferEngine::sendNotifyByName(const std::string& segment_name, const NotifyDesc& notify) {
+  return guarded("sendNotifyByName", -1, [&] { return impl_->send_notify(segment_name, notify); });
+}
+
+int TransferEngine::sendNotifyByID(SegmentHandle segment_id, const NotifyDesc& notify) {
+  return guarded("sendNotifyByID", -1, [&] { return impl_->send_notify_to(segment_id, notify); });
+}
+
+int TransferEngine::getNotifies(std::vector<NotifyDesc>& notifies) {
+  return guarded("getNotifies", -1, [&] {
+    std::vector<te::TakenNotify> taken;
+    const int rc = impl_->get_notifies(taken);
+    notifies.clear();
+    for (te::TakenNotify& n : taken) {
+      notifies.push_back({std::move(n.name), std::move(n.msg)});
+    }
+    return rc;
+  });
+}
+
+int TransferEngine::getNotifies(std::vector<ReceivedNotify>& notifies) {
+  return guarded("getNotifies", -1, [&] {
+    std::vector<te::TakenNotify> taken;
+    const int rc = impl_->get_notifies(taken);
+    notifies.clear();
+    for (te::TakenNotify& n : taken) {
+      notifies.push_back({std::move(n.sender), {std::move(n.name), std::move(n.msg)}});
+    }
+    return rc;
+  });
+}
+
 std::string TransferEngine::getLocalIpAndPort() const {
   return guarded("getLocalIpAndPort", std::string(), [&] { return impl_->ip_port(); });
 }

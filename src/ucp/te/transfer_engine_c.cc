@@ -3,6 +3,7 @@
 // mc::TransferEngine; every entry point catches at the boundary.
 #include "mc/transfer_engine_c.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
@@ -37,6 +38,27 @@ R guard(const char* what, R on_error, Fn&& fn) {
     MC_LOG(error) << "mc_te_" << what << ": unknown exception";
   }
   return on_error;
+}
+
+// A C notification as the C++ one; NULL with length 0 is empty.
+bool to_desc(const mc_te_notify_desc_t* in, mc::NotifyDesc* out) {
+  if (in == nullptr || (in->name == nullptr && in->name_len != 0) ||
+      (in->notify_msg == nullptr && in->notify_msg_len != 0)) {
+    return false;
+  }
+  out->name.assign(in->name ? in->name : "", in->name_len);
+  out->notify_msg.assign(in->notify_msg ? in->notify_msg : "", in->notify_msg_len);
+  return true;
+}
+
+// A malloc'd copy with a NUL after its bytes; false when out of memory.
+bool copy_out(const std::string& s, char** out, size_t* len) {
+  *out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (*out == nullptr) return false;
+  std::memcpy(*out, s.data(), s.size());
+  (*out)[s.size()] = '\0';
+  *len = s.size();
+  return true;
 }
 
 }  // namespace
@@ -165,6 +187,84 @@ int mc_te_get_transfer_status(mc_te_t* engine, mc_te_batch_id_t batch_id, size_t
 int mc_te_free_batch_id(mc_te_t* engine, mc_te_batch_id_t batch_id) {
   if (engine == nullptr) return -1;
   return guard("free_batch_id", -1, [&] { return engine->engine.freeBatchID(batch_id); });
+}
+
+int mc_te_submit_transfer_with_notify(mc_te_t* engine, mc_te_batch_id_t batch_id,
+                                      const mc_te_request_t* entries, size_t count,
+                                      const mc_te_notify_desc_t* notify) {
+  mc::NotifyDesc desc;
+  if (engine == nullptr || (entries == nullptr && count != 0) || !to_desc(notify, &desc)) {
+    return -1;
+  }
+  return guard("submit_transfer_with_notify", -1, [&] {
+    std::vector<mc::TransferRequest> reqs;
+    reqs.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      const mc_te_request_t& e = entries[i];
+      if (e.opcode != MC_TE_READ && e.opcode != MC_TE_WRITE) return -1;
+      reqs.push_back({static_cast<mc::TransferRequest::OpCode>(e.opcode), e.source, e.target_id,
+                      e.target_offset, e.length});
+    }
+    return engine->engine.submitTransferWithNotify(batch_id, reqs, desc);
+  });
+}
+
+int mc_te_get_batch_notify_status(mc_te_t* engine, mc_te_batch_id_t batch_id) {
+  if (engine == nullptr) return -1;
+  return guard("get_batch_notify_status", -1,
+               [&] { return engine->engine.getBatchNotifyStatus(batch_id); });
+}
+
+int mc_te_send_notify_by_name(mc_te_t* engine, const char* segment_name,
+                              const mc_te_notify_desc_t* notify) {
+  mc::NotifyDesc desc;
+  if (engine == nullptr || segment_name == nullptr || !to_desc(notify, &desc)) return -1;
+  return guard("send_notify_by_name", -1,
+               [&] { return engine->engine.sendNotifyByName(segment_name, desc); });
+}
+
+int mc_te_send_notify_by_id(mc_te_t* engine, mc_te_segment_id_t segment_id,
+                            const mc_te_notify_desc_t* notify) {
+  mc::NotifyDesc desc;
+  if (engine == nullptr || !to_desc(notify, &desc)) return -1;
+  return guard("send_notify_by_id", -1,
+               [&] { return engine->engine.sendNotifyByID(segment_id, desc); });
+}
+
+int mc_te_get_notifies(mc_te_t* engine, mc_te_received_notify_t** out, size_t* count) {
+  if (engine == nullptr || out == nullptr || count == nullptr) return -1;
+  *out = nullptr;
+  *count = 0;
+  return guard("get_notifies", -1, [&] {
+    std::vector<mc::ReceivedNotify> got;
+    const int rc = engine->engine.getNotifies(got);
+    if (rc != 0 || got.empty()) return rc;
+    auto* arr = static_cast<mc_te_received_notify_t*>(
+        std::calloc(got.size(), sizeof(mc_te_received_notify_t)));
+    if (arr == nullptr) return -9;
+    for (size_t i = 0; i < got.size(); ++i) {
+      mc_te_received_notify_t& o = arr[i];
+      if (!copy_out(got[i].sender, &o.sender, &o.sender_len) ||
+          !copy_out(got[i].notify.name, &o.name, &o.name_len) ||
+          !copy_out(got[i].notify.notify_msg, &o.notify_msg, &o.notify_msg_len)) {
+        mc_te_free_notifies(arr, got.size());
+        return -9;
+      }
+    }
+    *out = arr;
+    *count = got.size();
+    return 0;
+  });
+}
+
+void mc_te_free_notifies(mc_te_received_notify_t* notifies, size_t count) {
+  if (notifies == nullptr) return;
+  for (size_t i = 0; i < count; ++i) {
+    std::free(notifies[i].sender);
+    std::free(notifies[i].name);
+    std::free(notifies[i].notify_msg);
+  }
+  std::free(notifies);
 }
 
 int mc_te_get_local_ip_and_port(mc_te_t* engine, char* buf, size_t len) {

@@ -11,6 +11,10 @@
 //   engine.submitTransfer(b, {{mc::TransferRequest::WRITE, buf, peer, remote_addr, len}});
 //   mc::TransferStatus s; engine.getTransferStatus(b, 0, s);   // until COMPLETED
 //   engine.freeBatchID(b);
+//
+// Notifications (Mooncake's NotifyDesc): submitTransferWithNotify sends one
+// after the batch's WRITEs are visible at the target; sendNotifyByName /
+// sendNotifyByID send one at once; the target's getNotifies takes them.
 #pragma once
 
 #include <cstddef>
@@ -85,6 +89,22 @@ struct SegmentPathInfo {
                    ///< MC_PATH_ROUNDROBIN)
   bool healthy;    ///< false once the lane failed
   uint64_t bytes;  ///< payload of writes and reads posted on it so far
+};
+
+/// A notification: two byte strings, delivered byte for byte (embedded NULs
+/// included). Together at most MC_NOTIFY_MAX_SIZE bytes.
+struct NotifyDesc {
+  std::string name;
+  std::string notify_msg;
+};
+
+/// A notification this engine took, with the segment that sent it (mc's
+/// own): `sender` is the sender engine's segment name as proved by the
+/// engine (the sender received a key sent to that segment's published RPC
+/// address), never a field the sender wrote into the message.
+struct ReceivedNotify {
+  std::string sender;
+  NotifyDesc notify;
 };
 
 /// Thread safety: every method may be called from any thread concurrently.
@@ -167,7 +187,45 @@ class TransferEngine {
   /// The state of every task submitted so far, in order.
   int getBatchTransferStatus(BatchID batch_id, std::vector<TransferStatus>& status);
   /// Frees the batch; fails while any of its tasks is WAITING or PENDING.
+  /// A notification of the batch not yet delivered is still delivered.
   int freeBatchID(BatchID batch_id);
+
+  /// submitTransfer, and a notification to the entries' segment (every
+  /// entry must target the same open RAM segment: else InvalidParam, -4,
+  /// nothing queued) sent once every task of the batch has ended, only if
+  /// they all COMPLETED: a WRITE completes when it is visible in the
+  /// target's memory, so the target takes the notification after the data.
+  /// When a task ends otherwise (FAILED, TIMEOUT, INVALID) the notification
+  /// is dropped, not sent, and getBatchNotifyStatus says Canceled (-7).
+  /// Busy (-12) while the batch's previous notification is unresolved;
+  /// MessageTruncated (-15) past MC_NOTIFY_MAX_SIZE, before anything is
+  /// queued.
+  int submitTransferWithNotify(BatchID batch_id, const std::vector<TransferRequest>& entries,
+                               const NotifyDesc& notify);
+  /// The batch's notification (mc's own): 1 while its tasks run or it is
+  /// being delivered, 0 once the target took it, else the negative reason
+  /// (as sendNotifyByName, or Canceled: a task did not complete). NoElem
+  /// (-11) for an unknown batch or one without a notification.
+  int getBatchNotifyStatus(BatchID batch_id);
+  /// Sends a notification to the segment of that name (its RPC listener: the
+  /// name under P2PHANDSHAKE, its rpc_meta key in a store; it need not be
+  /// open) and returns once the target took it: 0. Exactly once and in
+  /// order: notifications of one engine are taken in the order they were
+  /// sent (sendNotify* calls and batches whose tasks ended), each once.
+  /// Errors (logged): MessageTruncated (-15, past MC_NOTIFY_MAX_SIZE here
+  /// or at the target), NoResource (-2, the target's MC_NOTIFY_QUEUE_LENGTH
+  /// queue is full), Rejected (-18, MC_AUTH_TOKEN mismatch or the sender's
+  /// identity not proved), Unreachable (-3) / Timeout (-6) when the target
+  /// did not answer within MC_HANDSHAKE_TIMEOUT, NoElem (-11) when the name
+  /// is not known. Blocks for one round trip (two the first time).
+  int sendNotifyByName(const std::string& segment_name, const NotifyDesc& notify);
+  /// The same to an opened segment; NoElem for an unknown handle.
+  int sendNotifyByID(SegmentHandle segment_id, const NotifyDesc& notify);
+  /// Moves every notification taken so far into `notifies` (replacing its
+  /// contents), oldest first; 0.
+  int getNotifies(std::vector<NotifyDesc>& notifies);
+  /// The same, with the segment that sent each (mc's own).
+  int getNotifies(std::vector<ReceivedNotify>& notifies);
 
   /// "ip:port" of this engine's RPC listener; empty before init().
   std::string getLocalIpAndPort() const;

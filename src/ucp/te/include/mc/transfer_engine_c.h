@@ -72,6 +72,28 @@ typedef struct mc_te_path_info {
   uint64_t bytes;          ///< payload of writes and reads posted on it so far
 } mc_te_path_info_t;
 
+/// A notification to send (mc::NotifyDesc): byte ranges, not C strings, so
+/// that embedded NULs arrive as written. A NULL pointer with length 0 is an
+/// empty string.
+typedef struct mc_te_notify_desc {
+  const char* name;
+  size_t name_len;
+  const char* notify_msg;
+  size_t notify_msg_len;
+} mc_te_notify_desc_t;
+
+/// A notification taken (mc::ReceivedNotify). Each string is malloc'd,
+/// holds its length's bytes and one NUL after them; mc_te_free_notifies
+/// frees them and the array.
+typedef struct mc_te_received_notify {
+  char* sender;  ///< the segment that sent it, as proved by the engine
+  size_t sender_len;
+  char* name;
+  size_t name_len;
+  char* notify_msg;
+  size_t notify_msg_len;
+} mc_te_received_notify_t;
+
 /// A new engine, not yet initialised; NULL when out of memory.
 mc_te_t* mc_te_create(void);
 /// Destroys the engine (removing its metadata); NULL is ignored.
@@ -104,6 +126,38 @@ int mc_te_submit_transfer(mc_te_t* engine, mc_te_batch_id_t batch_id,
 int mc_te_get_transfer_status(mc_te_t* engine, mc_te_batch_id_t batch_id, size_t task_id,
                               mc_te_transfer_status_t* status);
 int mc_te_free_batch_id(mc_te_t* engine, mc_te_batch_id_t batch_id);
+
+/// TransferEngine::submitTransferWithNotify: the entries (all to one open
+/// segment), then `notify` to that segment once every task of the batch
+/// COMPLETED; dropped when one did not (mc_te_get_batch_notify_status then
+/// returns -7). 0, or negative with nothing queued: -4 (entries to several
+/// segments, or none), -12 (the batch's previous notification is not yet
+/// resolved), -15 (name and msg exceed MC_NOTIFY_MAX_SIZE).
+int mc_te_submit_transfer_with_notify(mc_te_t* engine, mc_te_batch_id_t batch_id,
+                                      const mc_te_request_t* entries, size_t count,
+                                      const mc_te_notify_desc_t* notify);
+/// The batch's notification: 1 pending, 0 taken by the target, negative:
+/// why not (-7 a task did not complete, -2 the target's queue was full, and
+/// the codes of mc_te_send_notify_by_name); -11 without one.
+int mc_te_get_batch_notify_status(mc_te_t* engine, mc_te_batch_id_t batch_id);
+/// TransferEngine::sendNotifyByName: returns once the target took it (0),
+/// or negative: -15 too large (MC_NOTIFY_MAX_SIZE, here or at the target),
+/// -2 the target's queue is full (MC_NOTIFY_QUEUE_LENGTH), -18 refused
+/// (MC_AUTH_TOKEN, or the sender's identity not proved), -3 / -6 no answer
+/// within MC_HANDSHAKE_TIMEOUT, -11 unknown name. Notifications of one
+/// engine are taken in the order sent, each exactly once.
+int mc_te_send_notify_by_name(mc_te_t* engine, const char* segment_name,
+                              const mc_te_notify_desc_t* notify);
+/// The same to an opened segment; -11 for an unknown handle.
+int mc_te_send_notify_by_id(mc_te_t* engine, mc_te_segment_id_t segment_id,
+                            const mc_te_notify_desc_t* notify);
+/// Hands over every notification taken so far, oldest first: `*out` gets a
+/// malloc'd array of `*count` of them (NULL when 0), to be freed with
+/// mc_te_free_notifies. 0, or negative (-9 out of memory: what the engine
+/// handed over is then lost).
+int mc_te_get_notifies(mc_te_t* engine, mc_te_received_notify_t** out, size_t* count);
+/// Frees what mc_te_get_notifies handed over; NULL is ignored.
+void mc_te_free_notifies(mc_te_received_notify_t* notifies, size_t count);
 
 /// Copies "ip:port" of the RPC listener into `buf` (NUL-terminated); 0, or
 /// negative when `len` is too small or the engine is not initialised.
