@@ -8,7 +8,11 @@
 //   target:     transfer_engine_example --mode target [--metadata P2PHANDSHAKE]
 //                   [--local 127.0.0.1] [--buffer-size 4m] [--seed 7]
 //               prints "READY segment=<name> addr=0x<addr> length=<bytes>" and
-//               serves until SIGINT / SIGTERM (or --duration seconds)
+//               serves until SIGINT / SIGTERM (or --duration seconds); with
+//               --notifies N, until it took N notifications whose notify_msg
+//               is "seed=<S>", checking its whole buffer against seed S the
+//               moment each is taken ("NOTIFY sender=<segment> name=<bytes>
+//               memory=ok", or "memory=bad at <offset>")
 //   initiator:  transfer_engine_example --mode initiator --segment <name>
 //                   [--metadata ...] [--local 127.0.0.1] [--block-size 64k]
 //                   [--batch-size 16] [--seed 7] [--iterations 1]
@@ -40,6 +44,7 @@ struct Options {
   unsigned seed = 7;
   unsigned iterations = 1;
   unsigned duration = 0;  // 0: until a signal
+  unsigned notifies = 0;  // target: take this many notifications, then end
 };
 
 uint8_t pattern(unsigned seed, size_t i) {
@@ -59,7 +64,7 @@ int usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s --mode target|initiator [--metadata CONN] [--local HOST[:PORT]]\n"
                "          [--segment NAME] [--buffer-size N] [--block-size N] [--batch-size N]\n"
-               "          [--seed N] [--iterations N] [--duration SECONDS]\n"
+               "          [--seed N] [--iterations N] [--duration SECONDS] [--notifies N]\n"
                "          [--location cpu:N|cuda:N|*]  (of the registered buffer; * detects)\n",
                prog);
   return 2;
@@ -105,6 +110,36 @@ int transfer_all(mc::TransferEngine& engine, mc::SegmentHandle seg, uint64_t rem
   return 0;
 }
 
+// Takes `count` notifications, each naming the seed the whole buffer must
+// hold by then; 0 when it did every time.
+int take_notifies(mc::TransferEngine& engine, const std::vector<uint8_t>& buf, unsigned count) {
+  int rc = 0;
+  for (unsigned taken = 0; taken < count;) {
+    std::vector<mc::ReceivedNotify> got;
+    if (engine.getNotifies(got) != 0) return 1;
+    for (const mc::ReceivedNotify& n : got) {
+      // Checked first: this is the moment the notification was taken.
+      const unsigned seed = static_cast<unsigned>(std::atoi(n.notify.notify_msg.c_str() + 5));
+      size_t bad = buf.size();
+      for (size_t i = 0; i < buf.size() && bad == buf.size(); ++i) {
+        if (buf[i] != pattern(seed, i)) bad = i;
+      }
+      if (bad == buf.size()) {
+        std::printf("NOTIFY sender=%s name=%zu memory=ok\n", n.sender.c_str(),
+                    n.notify.name.size());
+      } else {
+        std::printf("NOTIFY sender=%s name=%zu memory=bad at %zu\n", n.sender.c_str(),
+                    n.notify.name.size(), bad);
+        rc = 1;
+      }
+      std::fflush(stdout);
+      ++taken;
+    }
+    if (got.empty()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return rc;
+}
+
 int run_target(mc::TransferEngine& engine, const Options& opt) {
   std::vector<uint8_t> buf(opt.buffer_size);
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = pattern(opt.seed, i);
@@ -117,6 +152,10 @@ int run_target(mc::TransferEngine& engine, const Options& opt) {
   std::printf("READY segment=%s addr=0x%" PRIxPTR " length=%zu\n", name.c_str(),
               reinterpret_cast<uintptr_t>(buf.data()), buf.size());
   std::fflush(stdout);
+  if (opt.notifies > 0) {
+    const int rc = take_notifies(engine, buf, opt.notifies);
+    return engine.unregisterLocalMemory(buf.data()) == 0 ? rc : 1;
+  }
   if (opt.duration > 0) {
     timespec ts{static_cast<time_t>(opt.duration), 0};
     sigtimedwait(&set, nullptr, &ts);
@@ -210,6 +249,7 @@ int main(int argc, char** argv) {
                                     {"iterations", required_argument, nullptr, 'i'},
                                     {"duration", required_argument, nullptr, 'd'},
                                     {"location", required_argument, nullptr, 'L'},
+                                    {"notifies", required_argument, nullptr, 'N'},
                                     {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", longopts, nullptr)) != -1) {
@@ -225,6 +265,7 @@ int main(int argc, char** argv) {
       case 'i': opt.iterations = static_cast<unsigned>(std::atoi(optarg)); break;
       case 'd': opt.duration = static_cast<unsigned>(std::atoi(optarg)); break;
       case 'L': opt.location = optarg; break;
+      case 'N': opt.notifies = static_cast<unsigned>(std::atoi(optarg)); break;
       default: return usage(argv[0]);
     }
   }

@@ -95,6 +95,7 @@ bool TargetProcess::start(const std::string& metadata, const std::string& local,
           segment_ = seg;
           addr_ = addr;
           length_ = len;
+          out_ = text.substr(nl + 1);
           return true;
         }
         break;
@@ -105,6 +106,26 @@ bool TargetProcess::start(const std::string& metadata, const std::string& local,
                 << "\nstderr: " << log();
   kill();
   return false;
+}
+
+std::optional<std::string> TargetProcess::read_line(int limit_s) {
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(limit_s);
+  for (;;) {
+    const size_t nl = out_.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = out_.substr(0, nl);
+      out_.erase(0, nl + 1);
+      return line;
+    }
+    if (out_fd_ < 0 || std::chrono::steady_clock::now() >= limit) return std::nullopt;
+    pollfd p{out_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      char buf[512];
+      const ssize_t n = ::read(out_fd_, buf, sizeof(buf));
+      if (n <= 0) return std::nullopt;  // exited
+      out_.append(buf, static_cast<size_t>(n));
+    }
+  }
 }
 
 void TargetProcess::signal(int sig) {

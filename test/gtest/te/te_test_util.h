@@ -56,10 +56,14 @@ class TargetProcess {
   size_t length() const { return length_; }
   /// Its standard error so far (failure messages).
   std::string log() const;
+  /// The next line of its standard output after READY (without the
+  /// newline); nullopt when it ended or printed none within `limit_s`.
+  std::optional<std::string> read_line(int limit_s = 120);
 
  private:
   pid_t pid_ = -1;
   int out_fd_ = -1;
+  std::string out_;  ///< read from out_fd_, not yet returned by read_line
   std::string err_path_;
   std::string segment_;
   uint64_t addr_ = 0;

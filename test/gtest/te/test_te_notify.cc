@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -467,6 +468,48 @@ TEST_P(TeNotify, CApiSendsAndTakesBinaryNotifications) {
   EXPECT_EQ(mc_te_free_batch_id(sender, batch), 0);
   mc_te_destroy(sender);
   mc_te_destroy(target);
+}
+
+// The target is another process (the example, --notifies): it checks its
+// whole buffer the moment it takes each notification and prints the result.
+TEST_P(TeNotify, TargetProcessSeesTheBatchWhenItTakesTheNotification) {
+  constexpr size_t kSize = 2 << 20, kTasks = 4;
+  constexpr unsigned kRounds = 6;
+  auto env = env_;
+  for (const char* name : {"MC_IB_PROVIDER", "MC_IB_SOFT_FABRIC"}) {
+    if (const char* v = std::getenv(name)) env[name] = v;
+  }
+  TargetProcess target;
+  ASSERT_TRUE(target.start("P2PHANDSHAKE", "127.0.0.1", kSize, 1, env, false,
+                           {"--notifies", std::to_string(kRounds), "--location", "cpu:0"}));
+  auto sender = make_engine();
+  std::vector<uint8_t> src(kSize);
+  ASSERT_EQ(sender->registerLocalMemory(src.data(), kSize, "cpu:0"), 0);
+  const SegmentHandle seg = sender->openSegment(target.segment());
+  ASSERT_GE(seg, 0);
+  for (unsigned round = 0; round < kRounds; ++round) {
+    const unsigned seed = 100 + round;
+    for (size_t i = 0; i < kSize; ++i) src[i] = pattern(seed, i);
+    std::vector<TransferRequest> reqs;
+    for (size_t t = 0; t < kTasks; ++t) {
+      const size_t off = t * (kSize / kTasks);
+      reqs.push_back(
+          {TransferRequest::WRITE, src.data() + off, seg, target.addr() + off, kSize / kTasks});
+    }
+    const BatchID batch = sender->allocateBatchID(kTasks);
+    ASSERT_EQ(sender->submitTransferWithNotify(
+                  batch, reqs, {"r\0"s + std::to_string(round), "seed=" + std::to_string(seed)}),
+              0);
+    // The next round writes only once the target checked this one.
+    std::optional<std::string> line = target.read_line();
+    ASSERT_TRUE(line.has_value()) << "round " << round << ": " << target.log();
+    EXPECT_EQ(*line, "NOTIFY sender=" + sender->getLocalIpAndPort() +
+                         " name=" + std::to_string(2 + std::to_string(round).size()) + " memory=ok")
+        << "round " << round;
+    EXPECT_EQ(wait_batch_notify(*sender, batch), 0);
+    EXPECT_EQ(sender->freeBatchID(batch), 0);
+  }
+  EXPECT_EQ(target.stop(), 0) << target.log();
 }
 
 INSTANTIATE_TEST_SUITE_P(Tls, TeNotify, testing::Values("tcp", "sm", "rc_verbs"),
