@@ -27,6 +27,7 @@ build_pkgs=(
 test_pkgs=(
   etcd-server etcd-client redis-server redis-tools
   iproute2 iptables procps curl python3 man-db
+  golang-go
 )
 # contrib/bench-compare.sh's peers and plot (--bench).
 bench_pkgs=(ucx-utils iperf3 gnuplot-nox)
@@ -66,6 +67,7 @@ uptime          procps           .ci/run
 curl            curl             test/integration/netns_metadata_faults.sh (the HTTP store)
 python3         python3          test/integration/info_check.sh (reads mc_info --json)
 man             man-db           test/integration/man_check.sh (renders the man pages)
+go              golang-go        test/integration/go_check.sh (bindings/go: go vet, go test)
 apt-get         apt              this script
 dpkg-query      dpkg             this script, contrib/deps-path.sh
 ucx_perftest    ucx-utils        contrib/bench-compare.sh (--bench)

@@ -151,6 +151,8 @@ if [ "$unit_only" = no ]; then
     TE_C_EXAMPLE="$build_dir/examples/transfer_engine_c_example" "$top/examples/run_transfer_engine.sh"
   run_check "the UCP C API: valid C11 header, a C program moving data" \
     "$top/test/integration/c_api_check.sh" "$build_dir"
+  run_check "the Go binding (bindings/go): go vet, go test over two processes, the P2P store example" \
+    "$top/test/integration/go_check.sh" "$build_dir"
   run_check "mc_info -e / -p: lanes, rejections with reasons, protocol tables" \
     "$top/test/integration/info_check.sh" "$build_dir"
   run_check "mc_info -d / -m: cuda_copy (or why there is no GPU) and nvmeof" \

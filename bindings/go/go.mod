@@ -1,0 +1,3 @@
+module mc/te
+
+go 1.19
