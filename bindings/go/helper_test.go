@@ -25,7 +25,7 @@ import (
 	"mc/te"
 )
 
-const helperEnv = "MC_TE_GO_TEST_TARGET" // "CONN NAME SIZE SEED"
+const helperEnv = "TE_GO_TEST_TARGET" // "CONN NAME SIZE SEED"
 
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(helperEnv); spec != "" {
