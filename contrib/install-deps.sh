@@ -27,7 +27,7 @@ build_pkgs=(
 test_pkgs=(
   etcd-server etcd-client redis-server redis-tools
   iproute2 iptables procps curl python3 man-db
-  golang-go
+  golang-go rustc cargo
 )
 # contrib/bench-compare.sh's peers and plot (--bench).
 bench_pkgs=(ucx-utils iperf3 gnuplot-nox)
@@ -68,6 +68,8 @@ curl            curl             test/integration/netns_metadata_faults.sh (the 
 python3         python3          test/integration/info_check.sh (reads mc_info --json)
 man             man-db           test/integration/man_check.sh (renders the man pages)
 go              golang-go        test/integration/go_check.sh (bindings/go: go vet, go test)
+cargo           cargo            test/integration/rust_check.sh (bindings/rust: cargo build, cargo test)
+rustc           rustc            test/integration/rust_check.sh (through cargo)
 apt-get         apt              this script
 dpkg-query      dpkg             this script, contrib/deps-path.sh
 ucx_perftest    ucx-utils        contrib/bench-compare.sh (--bench)

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds the Rust bindings (bindings/rust: mc-te-sys and mc-te) against a
+# build tree with Debian's cargo and rustc, offline, and runs their tests
+# (layouts against the header; two processes over P2PHANDSHAKE, etcd and
+# redis; threads sharing an engine; bad inputs; a peer killed mid-transfer;
+# the doc example's build) and the te_bench example between two processes.
+# mc-te-sys's build script asks pkg-config for mc-te: here the uninstalled
+# variant that test/integration/bindings_pc.sh writes for the build tree.
+# Skipped (77) in a sanitizer build, whose libraries need the sanitizer
+# runtime loaded first.
+#   test/integration/rust_check.sh <build-dir>
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build_dir=$(cd "${1:?usage: rust_check.sh BUILD_DIR}" && pwd)
+
+if sed -n 's/^BASE_LDFLAGS = //p' "$build_dir/Makefile" | grep -q -- -fsanitize; then
+  echo "SKIP: $build_dir is a sanitizer build; the Rust bindings are tested against a plain one"
+  exit 77
+fi
+# Debian's cargo and rustc (packages cargo, rustc), not a rustup toolchain
+# that may come first in PATH: the code is written for Debian 12's rustc
+# 1.63. Without /usr/bin/cargo, the first in PATH.
+cargo=/usr/bin/cargo
+[ -x "$cargo" ] || cargo=$(command -v cargo)
+rustc=/usr/bin/rustc
+[ -x "$rustc" ] || rustc=$(command -v rustc)
+rustdoc=$(dirname "$rustc")/rustdoc
+export RUSTC=$rustc RUSTDOC=$rustdoc
+echo "cargo: $cargo, $("$cargo" --version); rustc: $rustc, $("$rustc" --version)"
+
+out=$build_dir/bindings/rust
+# A cargo home of its own: no registry, no configuration from ~/.cargo.
+export CARGO_HOME=$out/cargo-home CARGO_TARGET_DIR=$out/target CARGO_NET_OFFLINE=true
+export PKG_CONFIG_PATH=$build_dir/bindings/pkgconfig
+mkdir -p "$CARGO_HOME"
+"$top/test/integration/bindings_pc.sh" "$build_dir" "$PKG_CONFIG_PATH"
+echo "pkg-config mc-te: $(pkg-config --cflags --libs mc-te)"
+
+cd "$top/bindings/rust"
+"$cargo" build --offline --locked --all-targets
+# mc logs every retry of the killed-peer test: the log keeps them, the
+# output shows them only when cargo test fails.
+if "$cargo" test --offline --locked > "$out/test.log" 2>&1; then
+  grep -v '^[IWE][0-9]\{8\} ' "$out/test.log"
+else
+  cat "$out/test.log"
+  echo "FAIL: cargo test (log: $out/test.log)"
+  exit 1
+fi
+echo "PASS: cargo test"
+
+bench=$CARGO_TARGET_DIR/debug/examples/te_bench
+"$bench" --help | head -n 1
+# A target and an initiator, reads then writes, for a second each.
+tmp=$(mktemp -d)
+target_pid=
+cleanup() {
+  exec 3>&- 2>/dev/null || true
+  [ -n "$target_pid" ] && kill "$target_pid" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+mkfifo "$tmp/target.in"
+"$bench" --mode target --buffer-size 16m < "$tmp/target.in" > "$tmp/target.out" 2> "$tmp/target.err" &
+target_pid=$!
+exec 3> "$tmp/target.in"
+for _ in $(seq 600); do
+  grep -q '^READY' "$tmp/target.out" 2>/dev/null && break
+  kill -0 "$target_pid" 2>/dev/null || break
+  sleep 0.05
+done
+segment=$(sed -n 's/^READY segment=\([^ ]*\).*/\1/p' "$tmp/target.out")
+[ -n "$segment" ] || { cat "$tmp/target.out" "$tmp/target.err"; echo "FAIL: te_bench target did not start"; exit 1; }
+for op in read write; do
+  "$bench" --mode initiator --segment "$segment" --operation "$op" --threads 2 \
+    --batch-size 16 --block-size 64k --duration 1 2> "$tmp/initiator.err" | tee "$tmp/initiator.out" ||
+    { cat "$tmp/initiator.err"; echo "FAIL: te_bench initiator ($op)"; exit 1; }
+  grep -q 'GB/s' "$tmp/initiator.out" || { echo "FAIL: te_bench reported no bandwidth"; exit 1; }
+done
+if "$bench" --mode initiator --segment "$segment" --threads 64 --batch-size 16 --block-size 1m \
+  --duration 1 2> "$tmp/initiator.err"; then
+  echo "FAIL: te_bench accepted more than the target's buffer"; exit 1
+fi
+echo "too large: $(grep te_bench: "$tmp/initiator.err")"
+exec 3>&-
+wait "$target_pid" || { cat "$tmp/target.err"; echo "FAIL: te_bench target exited $?"; exit 1; }
+target_pid=
+echo "PASS: te_bench between two processes"
+echo "PASS: the Rust bindings build against $build_dir and their tests pass"
