@@ -86,11 +86,13 @@ type target struct {
 	segment string
 }
 
-// startTarget runs the test binary as a target and waits for its READY line.
-func startTarget(t *testing.T, conn, name string, size, seed int) *target {
+// startTarget runs the test binary as a target, with env added to its
+// environment, and waits for its READY line.
+func startTarget(t *testing.T, conn, name string, size, seed int, env ...string) *target {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d", helperEnv, conn, name, size, seed))
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -128,6 +130,12 @@ func (tg *target) stop(t *testing.T) {
 	}
 	if err != nil {
 		t.Errorf("target exited with %v", err)
+	}
+}
+
+func (tg *target) signal(t *testing.T, sig syscall.Signal) {
+	if err := tg.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
 	}
 }
 

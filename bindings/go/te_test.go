@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -385,4 +386,61 @@ func TestPeerKilledMidTransfer(t *testing.T) {
 		t.Fatalf("after the kill: %v, want a failed task or call", failure)
 	}
 	t.Logf("after the kill: %v", failure)
+}
+
+// A wait whose context ends first returns the context's error; the batch
+// holds its registration until mc ends its tasks, and Transfer then frees
+// it in the background. The target offers tcp only and is stopped, so the
+// tasks stay pending until it continues.
+func TestContextDeadlineWhileTheTargetIsStopped(t *testing.T) {
+	const size = 16 << 20
+	tg := startTarget(t, "P2PHANDSHAKE", "127.0.0.1", size, 9, "MC_TLS=tcp")
+	eng := newEngine(t, "P2PHANDSHAKE", "127.0.0.1")
+	seg, err := eng.OpenSegment(tg.segment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs, err := eng.SegmentBuffers(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := te.AllocBuffer(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	reg, err := eng.Register(buf, "*", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := te.Request{Op: te.Read, Local: buf.Bytes(), Segment: seg, Remote: bufs[0].Addr}
+	guard, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	if err := eng.Transfer(guard, req); err != nil {
+		t.Fatal(err)
+	}
+	tg.signal(t, syscall.SIGSTOP)
+	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelShort()
+	err = eng.Transfer(short, req)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		tg.signal(t, syscall.SIGCONT)
+		t.Fatalf("a read from a stopped target: %v, want the context's deadline", err)
+	}
+	t.Logf("stopped target: %v", err)
+	if err := reg.Close(); !errors.Is(err, te.ErrBusy) {
+		t.Errorf("Close while the abandoned batch runs: %v, want ErrBusy", err)
+	}
+	tg.signal(t, syscall.SIGCONT)
+	for {
+		err := reg.Close()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, te.ErrBusy) || guard.Err() != nil {
+			t.Fatalf("the abandoned batch was never freed: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	checkPattern(t, "read after the stop", buf.Bytes(), 9)
 }

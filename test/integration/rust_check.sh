@@ -52,7 +52,8 @@ fi
 echo "PASS: cargo test"
 
 bench=$CARGO_TARGET_DIR/debug/examples/te_bench
-"$bench" --help | head -n 1
+"$bench" --help > "$out/te_bench-help.txt"
+head -n 1 "$out/te_bench-help.txt"
 # A target and an initiator, reads then writes, for a second each.
 tmp=$(mktemp -d)
 target_pid=

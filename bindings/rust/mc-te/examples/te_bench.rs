@@ -9,7 +9,7 @@
 //   te_bench --mode initiator --segment 127.0.0.1:15123 [--operation read|write]
 //            [--block-size 64k] [--batch-size 128] [--threads 4] [--duration 5]
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::exit;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -76,7 +76,8 @@ fn parse_args() -> Options {
     while i < args.len() {
         let flag = args[i].as_str();
         if flag == "--help" || flag == "-h" {
-            println!("{}", USAGE);
+            // Not println!: a closed pipe (te_bench --help | head) is no panic.
+            let _ = writeln!(std::io::stdout(), "{}", USAGE);
             exit(0);
         }
         let value = match args.get(i + 1) {

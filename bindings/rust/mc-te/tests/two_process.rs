@@ -294,3 +294,36 @@ fn peer_killed_mid_transfer() {
         None => panic!("every read from a killed peer succeeded"),
     }
 }
+
+// A wait with a timeout returns WaitTimeout while the tasks go on; the
+// batch's drop waits until they end. The target offers tcp only and is
+// stopped, so the task stays pending until it continues.
+#[test]
+fn wait_timeout_while_the_target_is_stopped() {
+    let size = 16 << 20;
+    let target = Target::start_with("P2PHANDSHAKE", "127.0.0.1", size, 9, &[("MC_TLS", "tcp")]);
+    let engine = Engine::new("P2PHANDSHAKE", "127.0.0.1").unwrap();
+    let (seg, remote) = open(&engine, &target.segment, size);
+    let mut reg = engine.register(vec![0u8; size], "*", true).unwrap();
+    engine
+        .transfer(&[reg.read(0..size, seg, remote).unwrap()])
+        .unwrap();
+    reg.as_mut_slice().iter_mut().for_each(|b| *b = 0);
+    target.signal("STOP");
+    {
+        let mut batch = engine.batch(1).unwrap();
+        batch
+            .submit(&[reg.read(0..size, seg, remote).unwrap()])
+            .unwrap();
+        let r = batch.wait(Some(std::time::Duration::from_millis(200)));
+        if !matches!(r, Err(Error::WaitTimeout { pending: 1 })) {
+            target.signal("CONT");
+            panic!("a read from a stopped target: {:?}", r);
+        }
+        println!("stopped target: {}", r.unwrap_err());
+        target.signal("CONT");
+        // Dropped here: waits for the read to end.
+    }
+    check("read after the stop", reg.as_slice(), 9);
+    target.stop();
+}

@@ -55,6 +55,17 @@ pub struct Target {
 
 impl Target {
     pub fn start(conn: &str, name: &str, size: usize, seed: usize) -> Target {
+        Target::start_with(conn, name, size, seed, &[])
+    }
+
+    /// As start, with `env` added to the target's environment.
+    pub fn start_with(
+        conn: &str,
+        name: &str,
+        size: usize,
+        seed: usize,
+        env: &[(&str, &str)],
+    ) -> Target {
         let exe = std::env::current_exe().unwrap();
         let mut child = Command::new(exe)
             .args([
@@ -64,6 +75,7 @@ impl Target {
                 "--test-threads=1",
             ])
             .env(TARGET_ENV, format!("{} {} {} {}", conn, name, size, seed))
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -109,6 +121,15 @@ impl Target {
         self.stdin.take();
         let status = self.child.wait().unwrap();
         assert!(status.success(), "target exited with {}", status);
+    }
+
+    /// Sends a signal by kill(1) (no libc crate here): STOP, CONT.
+    pub fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .args(["-s", sig, &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -s {} failed", sig);
     }
 
     pub fn kill(&mut self) {
