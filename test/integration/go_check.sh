@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds the Go binding (bindings/go) against a build tree and runs its
 # tests: go vet, go test (two processes over P2PHANDSHAKE, etcd and redis;
-# bad inputs; a peer killed mid-transfer), and the P2P store example's
-# build. cgo takes mc's flags from pkg-config mc-te, here the uninstalled
+# bad inputs; a peer killed mid-transfer; a deadline passing), a part of
+# them again against an installed mc (test/integration/bindings_install.sh),
+# and the P2P store example between two processes. cgo takes mc's flags from pkg-config mc-te, here the uninstalled
 # variant that test/integration/bindings_pc.sh writes for the build tree.
 # Offline: GOPROXY=off, GOTOOLCHAIN=local; the caches live in the build tree.
 # Skipped (77) in a sanitizer build, whose libraries need the sanitizer
@@ -48,6 +49,32 @@ else
   exit 1
 fi
 echo "PASS: go test"
+
+# Against an installed mc (a DESTDIR staging of the libraries and mc-te.pc):
+# the build and the two-process test, as an application would build. cgo's
+# C compiler warns that mc-te.pc's -std=c++20 (for C++) does not apply to C.
+installed=$(mktemp -d)
+root=$("$top/test/integration/bindings_install.sh" "$build_dir" "$installed")
+# A cache of its own: go does not rebuild a cached package when only what
+# pkg-config says has changed. LD_LIBRARY_PATH also for the link: the linker
+# looks for libmc_te's own dependencies there (an mc installed for real is
+# in the linker's default directories).
+export PKG_CONFIG=$installed/pkg-config PKG_CONFIG_PATH=$root/lib/pkgconfig LD_LIBRARY_PATH=$root/lib
+test_bin=$out/te-installed.test
+GOCACHE=$out/cache-installed "$go" test -c -o "$test_bin" . > "$out/test-installed.log" 2>&1 ||
+  { cat "$out/test-installed.log"; rm -rf "$installed"; echo "FAIL: go test -c against $root"; exit 1; }
+if grep -q -F "$build_dir/src/ucs/.libs" "$test_bin"; then
+  rm -rf "$installed"
+  echo "FAIL: the test binary built against $root names the build tree"
+  exit 1
+fi
+"$test_bin" -test.count=1 -test.run 'TestTwoProcessesP2PHandshake|TestBadInputs' >> "$out/test-installed.log" 2>&1 ||
+  { cat "$out/test-installed.log"; rm -rf "$installed"; echo "FAIL: go test against $root"; exit 1; }
+grep -v '^[IWE][0-9]\{8\} ' "$out/test-installed.log"
+unset PKG_CONFIG LD_LIBRARY_PATH
+export PKG_CONFIG_PATH=$build_dir/bindings/pkgconfig
+rm -rf "$installed"
+echo "PASS: go test against an installed mc (pkg-config mc-te of $root)"
 
 # The P2P store example, two processes, with mc_metadata_server of the build
 # tree as the store: put publishes a payload's name, get fetches it.

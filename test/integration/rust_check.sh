@@ -4,7 +4,9 @@
 # build tree with Debian's cargo and rustc, offline, and runs their tests
 # (layouts against the header; two processes over P2PHANDSHAKE, etcd and
 # redis; threads sharing an engine; bad inputs; a peer killed mid-transfer;
-# the doc example's build) and the te_bench example between two processes.
+# the doc example's build), the two-process test again against an installed
+# mc (test/integration/bindings_install.sh), and the te_bench example
+# between two processes.
 # mc-te-sys's build script asks pkg-config for mc-te: here the uninstalled
 # variant that test/integration/bindings_pc.sh writes for the build tree.
 # Skipped (77) in a sanitizer build, whose libraries need the sanitizer
@@ -50,6 +52,20 @@ else
   exit 1
 fi
 echo "PASS: cargo test"
+
+# Against an installed mc (a DESTDIR staging of the libraries and mc-te.pc),
+# in a target directory of its own: the two-process test. LD_LIBRARY_PATH
+# also for the link: the linker looks for libmc_te's own dependencies there
+# (an mc installed for real is in the linker's default directories).
+installed=$(mktemp -d)
+root=$("$top/test/integration/bindings_install.sh" "$build_dir" "$installed")
+PKG_CONFIG=$installed/pkg-config PKG_CONFIG_PATH=$root/lib/pkgconfig LD_LIBRARY_PATH=$root/lib \
+  CARGO_TARGET_DIR=$out/target-installed \
+  "$cargo" test --offline --locked --test two_process two_processes_p2p > "$out/test-installed.log" 2>&1 ||
+  { cat "$out/test-installed.log"; rm -rf "$installed"; echo "FAIL: cargo test against $root"; exit 1; }
+grep -v '^[IWE][0-9]\{8\} ' "$out/test-installed.log" | grep -E '^test |test result'
+rm -rf "$installed"
+echo "PASS: cargo test against an installed mc (pkg-config mc-te of $root)"
 
 bench=$CARGO_TARGET_DIR/debug/examples/te_bench
 "$bench" --help > "$out/te_bench-help.txt"
