@@ -25,8 +25,8 @@
 //
 // Errors: every failure is an error; those from mc carry the C function and
 // its return code (*Error), those of a task its final state (*TaskError).
-// errors.Is matches them against ErrInvalidArgument, ErrNotRegistered,
-// ErrBusy, ErrClosed and ErrTask.
+// errors.Is matches them against ErrMC, ErrTask, ErrInvalidArgument,
+// ErrNotRegistered, ErrBusy and ErrClosed.
 //
 // Thread safety: an Engine and everything made from it may be used from any
 // goroutine, as the C API allows (mc::TransferEngine is safe from any

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Builds the Go binding (bindings/go) against a build tree and runs its
-# tests: go vet, go test (two processes over P2PHANDSHAKE, etcd and redis;
+# tests: go vet, go test -race (two processes over P2PHANDSHAKE, etcd and redis;
 # bad inputs; a peer killed mid-transfer; a deadline passing), a part of
 # them again against an installed mc (test/integration/bindings_install.sh),
 # and the P2P store example between two processes. cgo takes mc's flags from pkg-config mc-te, here the uninstalled
@@ -41,7 +41,8 @@ out=$build_dir/bindings/go
 "$go" build -o "$out/p2pstore" ./examples/p2pstore
 # mc logs every retry of the killed-peer test: the log keeps them, the
 # output shows them only when go test fails.
-if "$go" test -count=1 -v ./... > "$out/test.log" 2>&1; then
+# With the race detector: the binding's own locking is checked too.
+if "$go" test -race -count=1 -v ./... > "$out/test.log" 2>&1; then
   grep -v '^[IWE][0-9]\{8\} ' "$out/test.log"
 else
   cat "$out/test.log"

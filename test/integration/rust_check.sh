@@ -42,6 +42,8 @@ echo "pkg-config mc-te: $(pkg-config --cflags --libs mc-te)"
 
 cd "$top/bindings/rust"
 "$cargo" build --offline --locked --all-targets
+# The API reference (doc comments), with broken links as errors.
+RUSTDOCFLAGS="-D warnings" "$cargo" doc --offline --locked --no-deps -q
 # mc logs every retry of the killed-peer test: the log keeps them, the
 # output shows them only when cargo test fails.
 if "$cargo" test --offline --locked > "$out/test.log" 2>&1; then

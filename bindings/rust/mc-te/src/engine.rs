@@ -85,7 +85,7 @@ fn from_c_chars(chars: &[c_char]) -> String {
 impl Engine {
     /// Creates and initialises an engine (`mc_te_init`). `metadata`:
     /// "P2PHANDSHAKE", "etcd://host:port", "redis://host:port",
-    /// "http://host:port/metadata"; `local_server_name`: "host[:port]", the
+    /// "http://host:port/metadata"; `local_server_name`: `"host[:port]"`, the
     /// address peers reach this engine at.
     pub fn new(metadata: &str, local_server_name: &str) -> Result<Engine> {
         if metadata.is_empty() || local_server_name.is_empty() {
