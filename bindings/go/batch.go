@@ -125,9 +125,12 @@ func (b *Batch) Submit(reqs ...Request) error {
 	}
 	// C memory: the array is read during the call only, but cgo forbids
 	// passing Go memory that holds pointers (source).
-	entries := (*[1 << 30]C.mc_te_request_t)(C.malloc(C.size_t(len(reqs)) *
-		C.size_t(unsafe.Sizeof(C.mc_te_request_t{}))))[:len(reqs):len(reqs)]
-	defer C.free(unsafe.Pointer(&entries[0]))
+	mem := C.malloc(C.size_t(len(reqs)) * C.size_t(unsafe.Sizeof(C.mc_te_request_t{})))
+	if mem == nil {
+		return fmt.Errorf("mc te: Submit: no memory for %d requests", len(reqs))
+	}
+	defer C.free(mem)
+	entries := unsafe.Slice((*C.mc_te_request_t)(mem), len(reqs))
 	regs := make([]*Registration, 0, len(reqs))
 	for i, r := range reqs {
 		if r.Op != Read && r.Op != Write {
