@@ -7,18 +7,29 @@
 # and the P2P store example between two processes. cgo takes mc's flags from pkg-config mc-te, here the uninstalled
 # variant that test/integration/bindings_pc.sh writes for the build tree.
 # Offline: GOPROXY=off, GOTOOLCHAIN=local; the caches live in the build tree.
-# Skipped (77) in a sanitizer build, whose libraries need the sanitizer
-# runtime loaded before Go's.
+# In an ASan build with go test -asan; skipped (77) in a TSan build.
 #   test/integration/go_check.sh <build-dir>
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build_dir=$(cd "${1:?usage: go_check.sh BUILD_DIR}" && pwd)
 
-if sed -n 's/^BASE_LDFLAGS = //p' "$build_dir/Makefile" | grep -q -- -fsanitize; then
-  echo "SKIP: $build_dir is a sanitizer build; the Go binding is tested against a plain one"
-  exit 77
-fi
+# A sanitizer build: under ASan, go's -asan (the Go runtime cooperates with
+# the ASan runtime that cgo links first) instead of -race, and UBSan's
+# runtime linked when the libraries use it; a TSan build is skipped (77):
+# Go's race detector carries a TSan runtime of its own.
+san=$(sed -n 's/^BASE_LDFLAGS = //p' "$build_dir/Makefile")
+go_flags=(-race)
+build_flags=()
+case $san in
+  *-fsanitize=*thread*)
+    echo "SKIP: $build_dir is a TSan build; the Go binding is tested in plain and ASan builds"
+    exit 77 ;;
+  *-fsanitize=*address*)
+    go_flags=(-asan)
+    build_flags=(-asan)
+    case $san in *-fsanitize=*undefined*) export CGO_LDFLAGS="-g -O2 -fsanitize=undefined" ;; esac ;;
+esac
 # Debian's go (golang-go) when present, else the first in PATH.
 go=/usr/bin/go
 [ -x "$go" ] || go=$(command -v go)
@@ -38,11 +49,11 @@ if [ -n "$unformatted" ]; then
 fi
 "$go" vet ./...
 out=$build_dir/bindings/go
-"$go" build -o "$out/p2pstore" ./examples/p2pstore
+"$go" build "${build_flags[@]}" -o "$out/p2pstore" ./examples/p2pstore
 # mc logs every retry of the killed-peer test: the log keeps them, the
 # output shows them only when go test fails.
-# With the race detector: the binding's own locking is checked too.
-if "$go" test -race -count=1 -v ./... > "$out/test.log" 2>&1; then
+# With the race detector (or ASan): the binding's own locking is checked too.
+if "$go" test "${go_flags[@]}" -count=1 -v ./... > "$out/test.log" 2>&1; then
   grep -v '^[IWE][0-9]\{8\} ' "$out/test.log"
 else
   cat "$out/test.log"
@@ -62,7 +73,7 @@ root=$("$top/test/integration/bindings_install.sh" "$build_dir" "$installed")
 # in the linker's default directories).
 export PKG_CONFIG=$installed/pkg-config PKG_CONFIG_PATH=$root/lib/pkgconfig LD_LIBRARY_PATH=$root/lib
 test_bin=$out/te-installed.test
-GOCACHE=$out/cache-installed "$go" test -c -o "$test_bin" . > "$out/test-installed.log" 2>&1 ||
+GOCACHE=$out/cache-installed "$go" test "${go_flags[@]}" -c -o "$test_bin" . > "$out/test-installed.log" 2>&1 ||
   { cat "$out/test-installed.log"; rm -rf "$installed"; echo "FAIL: go test -c against $root"; exit 1; }
 if grep -q -F "$build_dir/src/ucs/.libs" "$test_bin"; then
   rm -rf "$installed"
@@ -92,13 +103,16 @@ cleanup() {
 }
 trap cleanup EXIT
 port=$(free_port)
-"$build_dir/src/tools/metadata/mc_metadata_server" --host 127.0.0.1 --port "$port" \
-  > "$tmp/server.log" 2>&1 &
+server=$build_dir/src/tools/metadata/mc_metadata_server
+[ -x "$server" ] || { echo "FAIL: no $server (build src/tools/metadata)"; exit 1; }
+"$server" --host 127.0.0.1 --port "$port" > "$tmp/server.log" 2>&1 &
 server_pid=$!
+answered=no
 for _ in $(seq 200); do
-  curl -sf "http://127.0.0.1:$port/health" > /dev/null && break
+  curl -sf "http://127.0.0.1:$port/health" > /dev/null && { answered=yes; break; }
   sleep 0.05
 done
+[ $answered = yes ] || { cat "$tmp/server.log"; echo "FAIL: mc_metadata_server did not answer"; exit 1; }
 store=http://127.0.0.1:$port/metadata
 head -c 3000000 /dev/urandom > "$tmp/payload"
 mkfifo "$tmp/put.in"

@@ -9,18 +9,32 @@
 # between two processes.
 # mc-te-sys's build script asks pkg-config for mc-te: here the uninstalled
 # variant that test/integration/bindings_pc.sh writes for the build tree.
-# Skipped (77) in a sanitizer build, whose libraries need the sanitizer
-# runtime loaded first.
+# In an ASan build with the sanitizer runtimes preloaded; skipped (77) in a
+# TSan build.
 #   test/integration/rust_check.sh <build-dir>
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build_dir=$(cd "${1:?usage: rust_check.sh BUILD_DIR}" && pwd)
 
-if sed -n 's/^BASE_LDFLAGS = //p' "$build_dir/Makefile" | grep -q -- -fsanitize; then
-  echo "SKIP: $build_dir is a sanitizer build; the Rust bindings are tested against a plain one"
-  exit 77
-fi
+# A sanitizer build: under ASan (and UBSan), the test binaries and te_bench
+# run with the sanitizer runtimes preloaded (a cargo runner), since rustc
+# links them last, and are linked leaving the libraries' references to the
+# runtimes to that preload; a TSan build is skipped (77).
+san=$(sed -n 's/^BASE_LDFLAGS = //p' "$build_dir/Makefile")
+run=()
+case $san in
+  *-fsanitize=*thread*)
+    echo "SKIP: $build_dir is a TSan build; the Rust bindings are tested in plain and ASan builds"
+    exit 77 ;;
+  *-fsanitize=*address*)
+    preload=$(gcc -print-file-name=libasan.so)
+    case $san in *-fsanitize=*undefined*) preload+=":$(gcc -print-file-name=libubsan.so)" ;; esac
+    run=(env "LD_PRELOAD=$preload")
+    export RUSTFLAGS="-C link-arg=-Wl,--allow-shlib-undefined"
+    export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="env LD_PRELOAD=$preload"
+    echo "sanitizer build: test binaries run with LD_PRELOAD=$preload" ;;
+esac
 # Debian's cargo and rustc (packages cargo, rustc), not a rustup toolchain
 # that may come first in PATH: the code is written for Debian 12's rustc
 # 1.63. Without /usr/bin/cargo, the first in PATH.
@@ -70,7 +84,7 @@ rm -rf "$installed"
 echo "PASS: cargo test against an installed mc (pkg-config mc-te of $root)"
 
 bench=$CARGO_TARGET_DIR/debug/examples/te_bench
-"$bench" --help > "$out/te_bench-help.txt"
+"${run[@]}" "$bench" --help > "$out/te_bench-help.txt"
 head -n 1 "$out/te_bench-help.txt"
 # A target and an initiator, reads then writes, for a second each.
 tmp=$(mktemp -d)
@@ -83,7 +97,7 @@ cleanup() {
 }
 trap cleanup EXIT
 mkfifo "$tmp/target.in"
-"$bench" --mode target --buffer-size 16m < "$tmp/target.in" > "$tmp/target.out" 2> "$tmp/target.err" &
+"${run[@]}" "$bench" --mode target --buffer-size 16m < "$tmp/target.in" > "$tmp/target.out" 2> "$tmp/target.err" &
 target_pid=$!
 exec 3> "$tmp/target.in"
 for _ in $(seq 600); do
@@ -94,12 +108,12 @@ done
 segment=$(sed -n 's/^READY segment=\([^ ]*\).*/\1/p' "$tmp/target.out")
 [ -n "$segment" ] || { cat "$tmp/target.out" "$tmp/target.err"; echo "FAIL: te_bench target did not start"; exit 1; }
 for op in read write; do
-  "$bench" --mode initiator --segment "$segment" --operation "$op" --threads 2 \
+  "${run[@]}" "$bench" --mode initiator --segment "$segment" --operation "$op" --threads 2 \
     --batch-size 16 --block-size 64k --duration 1 2> "$tmp/initiator.err" | tee "$tmp/initiator.out" ||
     { cat "$tmp/initiator.err"; echo "FAIL: te_bench initiator ($op)"; exit 1; }
   grep -q 'GB/s' "$tmp/initiator.out" || { echo "FAIL: te_bench reported no bandwidth"; exit 1; }
 done
-if "$bench" --mode initiator --segment "$segment" --threads 64 --batch-size 16 --block-size 1m \
+if "${run[@]}" "$bench" --mode initiator --segment "$segment" --threads 64 --batch-size 16 --block-size 1m \
   --duration 1 2> "$tmp/initiator.err"; then
   echo "FAIL: te_bench accepted more than the target's buffer"; exit 1
 fi
