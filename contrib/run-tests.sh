@@ -25,10 +25,11 @@ trap 'rm -rf "$results"' EXIT
 # Bash runs command_not_found_handle for a program it cannot find; exported,
 # it runs in every bash script the checks start (also inside network
 # namespaces) and records the name, so the check fails naming it even when
-# its script ignored the exit status.
-export MC_MISSING_PROGRAMS=$results/missing-programs
+# its script ignored the exit status. Not an MC_ name: mc warns about every
+# MC_ variable it does not know, in every process the tests start.
+export RUN_TESTS_MISSING_PROGRAMS=$results/missing-programs
 command_not_found_handle() {
-  echo "$1" >> "$MC_MISSING_PROGRAMS"
+  echo "$1" >> "$RUN_TESTS_MISSING_PROGRAMS"
   echo "${0##*/}: $1: command not found; contrib/install-deps.sh installs no package that provides it" >&2
   return 127
 }
@@ -84,9 +85,9 @@ sanitizer_reports && failed=$((failed + 1))
 # Prints the programs found missing since the last call and forgets them;
 # true when there was one.
 missing_programs() {
-  [ -s "$MC_MISSING_PROGRAMS" ] || return 1
-  echo "$(sort -u "$MC_MISSING_PROGRAMS" | tr '\n' ' ')"
-  rm -f "$MC_MISSING_PROGRAMS"
+  [ -s "$RUN_TESTS_MISSING_PROGRAMS" ] || return 1
+  echo "$(sort -u "$RUN_TESTS_MISSING_PROGRAMS" | tr '\n' ' ')"
+  rm -f "$RUN_TESTS_MISSING_PROGRAMS"
 }
 
 # Runs one named check script; it passes when it exits 0, is skipped (and
