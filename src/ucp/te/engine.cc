@@ -85,6 +85,7 @@ Status TransferEngine::Impl::start_ucp() {
   te::register_te_config_tables(registry);
   metadata::register_metadata_config_tables(registry);
   MC_ASSIGN_OR_RETURN(ucs::config::Sources sources, ucs::config::Sources::from_process());
+  for (const auto& [name, value] : config_overrides_) sources.set(name, value, "this engine");
   MC_ASSIGN_OR_RETURN(config_,
                       ucs::config::read_table<te::TeConfig>(te::te_config_table(), sources));
   if (const std::string why = te::unsupported_knobs(config_); !why.empty()) {
@@ -94,9 +95,8 @@ Status TransferEngine::Impl::start_ucp() {
   if (const std::string note = te::workers_note(config_); !note.empty()) {
     MC_LOG(info) << "transfer engine: " << note;
   }
-  MC_ASSIGN_OR_RETURN(ucp::ContextConfig ucp_config,
-                      ucs::config::read_table<ucp::ContextConfig>(ucp::context_config_table(),
-                                                                  sources));
+  MC_ASSIGN_OR_RETURN(ucp::ContextConfig ucp_config, ucs::config::read_table<ucp::ContextConfig>(
+                                                         ucp::context_config_table(), sources));
   load_topology(sources, &ucp_config);
   ucp::ContextParams context_params;
   context_params.sources = &sources;
@@ -122,12 +122,67 @@ int TransferEngine::Impl::init(const std::string& conn, const std::string& local
     MC_LOG(error) << "transfer engine: init called twice";
     return -1;
   }
-  conn_ = conn;
   server_name_ = local_server_name;
+  const Status s = parse_server_name(local_server_name);
+  if (s != Status::Ok) {
+    shutdown();
+    return static_cast<int>(s);
+  }
+  return init_started(conn);
+}
+
+int TransferEngine::Impl::init_at(const std::string& conn, const std::string& local_server_name,
+                                  const std::string& host, uint16_t port) {
+  if (initialized_.exchange(true)) {
+    MC_LOG(error) << "transfer engine: init called twice";
+    return -1;
+  }
+  if (local_server_name.empty()) {
+    MC_LOG(error) << "transfer engine: local_server_name is empty";
+    shutdown();
+    return static_cast<int>(Status::InvalidParam);
+  }
+  server_name_ = local_server_name;
+  // The host alone (an "ip:port" name keeps its port unless `port` is set).
+  const Status s = parse_server_name(host.empty() ? local_server_name : host);
+  if (s != Status::Ok) {
+    shutdown();
+    return static_cast<int>(s);
+  }
+  if (port != 0) requested_port_ = port;
+  return init_started(conn);
+}
+
+int TransferEngine::Impl::set_config(const std::string& name, const std::string& value) {
+  if (initialized_) {
+    MC_LOG(error) << "transfer engine: " << name << " set after init; it is read by init";
+    return static_cast<int>(Status::Busy);
+  }
+  if (name.rfind("MC_", 0) != 0) {
+    MC_LOG(error) << "transfer engine: '" << name << "' is not a knob (MC_...)";
+    return static_cast<int>(Status::InvalidParam);
+  }
+  config_overrides_[name] = value;
+  return 0;
+}
+
+std::vector<std::string> TransferEngine::Impl::transports() const {
+  std::vector<std::string> out;
+  if (!initialized_ || !context_ || !worker_) return out;
+  for (const ucp::WorkerIface& wi : worker_->ifaces()) {
+    const std::string& tl = context_->resources()[wi.resource].tl.tl_name;
+    if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// init and init_at, once server_name_ and the host are set.
+int TransferEngine::Impl::init_started(const std::string& conn) {
+  conn_ = conn;
   std::random_device rd;
   generation_ = (static_cast<uint64_t>(rd()) << 32) | rd();
-  Status s = parse_server_name(local_server_name);
-  if (s == Status::Ok) s = start_ucp();
+  Status s = start_ucp();
   if (s == Status::Ok && !metadata::is_p2p(conn)) {
     std::string error;
     Result<metadata::MetadataConfig> mconfig = metadata::read_metadata_config(&error);
@@ -466,13 +521,12 @@ Result<metadata::SegmentDesc> TransferEngine::Impl::checked_with_owner(
   Result<metadata::RpcMeta> meta = metadata::decode_rpc_meta(*rpc, &error);
   if (!meta.ok()) return refuse(Status::BadData, rpc_key + ": " + error);
   const std::string owner = meta->ip_or_host_name + ":" + std::to_string(meta->rpc_port);
-  Result<std::string> answer =
-      te::handshake_get_segment(meta->ip_or_host_name, meta->rpc_port, name,
-                                config_.handshake_max_length, config_.handshake_timeout, &error,
-                                config_.auth_token);
+  Result<std::string> answer = te::handshake_get_segment(
+      meta->ip_or_host_name, meta->rpc_port, name, config_.handshake_max_length,
+      config_.handshake_timeout, &error, config_.auth_token);
   if (!answer.ok()) {
-    return refuse(answer.status(), "its owner at " + owner + " (" + rpc_key +
-                                       ") does not serve it: " + error);
+    return refuse(answer.status(),
+                  "its owner at " + owner + " (" + rpc_key + ") does not serve it: " + error);
   }
   Result<metadata::SegmentDesc> live = metadata::decode_segment(*answer, &error);
   if (!live.ok()) return refuse(Status::BadData, "the answer of " + owner + ": " + error);

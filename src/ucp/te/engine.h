@@ -133,6 +133,14 @@ class TransferEngine::Impl {
   ~Impl();
 
   int init(const std::string& conn, const std::string& local_server_name);
+  /// The segment named `local_server_name`, reached at `host` (and `port`, 0:
+  /// the first free one of the range) under any backend.
+  int init_at(const std::string& conn, const std::string& local_server_name,
+              const std::string& host, uint16_t port);
+  /// A knob for this engine only (TransferEngine::setConfig); before init.
+  int set_config(const std::string& name, const std::string& value);
+  /// The transports whose devices this engine opened, each once, sorted.
+  std::vector<std::string> transports() const;
   int register_memory(const std::vector<BufferEntry>& buffers, const std::string& location,
                       bool remote_accessible);
   int unregister_memory(const std::vector<void*>& addrs);
@@ -162,6 +170,7 @@ class TransferEngine::Impl {
  private:
   // engine.cc
   Status parse_server_name(const std::string& local_server_name);
+  int init_started(const std::string& conn);
   Status start_ucp();
   Status publish();
   Result<std::string> describe(const std::string& name, std::string* error);
@@ -235,6 +244,7 @@ class TransferEngine::Impl {
   std::string segment_name_;
   std::string ip_;
   uint16_t requested_port_ = 0;
+  std::map<std::string, std::string> config_overrides_;  ///< set_config, before init
   std::string key_prefix_ = "mooncake";
   std::chrono::milliseconds refresh_interval_{0};  ///< MC_METADATA_REFRESH_INTERVAL; 0: none
   te::TeConfig config_;
@@ -251,7 +261,7 @@ class TransferEngine::Impl {
   std::mutex publish_mu_;  ///< serialises metadata publication (before mu_); guards:
   std::map<std::string, std::string> published_;  ///< key -> the value this engine put last
   bool name_lost_ = false;  ///< another engine published the segment name since
-  std::mutex open_mu_;     ///< serialises segment lookups (before mu_)
+  std::mutex open_mu_;      ///< serialises segment lookups (before mu_)
 
   std::mutex refresh_mu_;  ///< guards refresh_stop_ (taken alone)
   std::condition_variable refresh_cv_;

@@ -34,6 +34,21 @@ int TransferEngine::init(const std::string& conn, const std::string& local_serve
   return guarded("init", -1, [&] { return impl_->init(conn, local_server_name); });
 }
 
+int TransferEngine::init(const std::string& conn, const std::string& local_server_name,
+                         const std::string& ip_or_host_name, uint16_t rpc_port) {
+  return guarded("init", -1, [&] {
+    return impl_->init_at(conn, local_server_name, ip_or_host_name, rpc_port);
+  });
+}
+
+int TransferEngine::setConfig(const std::string& name, const std::string& value) {
+  return guarded("setConfig", -1, [&] { return impl_->set_config(name, value); });
+}
+
+std::vector<std::string> TransferEngine::getTransports() const {
+  return guarded("getTransports", std::vector<std::string>(), [&] { return impl_->transports(); });
+}
+
 int TransferEngine::registerLocalMemory(void* addr, size_t size, const std::string& location,
                                         bool remote_accessible) {
   return guarded("registerLocalMemory", -1, [&] {
@@ -72,9 +87,8 @@ int TransferEngine::getSegmentBuffers(SegmentHandle segment_id,
 
 int TransferEngine::getSegmentPaths(SegmentHandle segment_id, std::vector<SegmentPathInfo>& paths,
                                     const void* local_addr, uint64_t remote_addr) {
-  return guarded("getSegmentPaths", -1, [&] {
-    return impl_->segment_paths(segment_id, local_addr, remote_addr, paths);
-  });
+  return guarded("getSegmentPaths", -1,
+                 [&] { return impl_->segment_paths(segment_id, local_addr, remote_addr, paths); });
 }
 
 BatchID TransferEngine::allocateBatchID(size_t batch_size) {

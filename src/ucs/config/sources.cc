@@ -92,6 +92,11 @@ Result<Sources> Sources::from(const std::map<std::string, std::string>& env,
   return s;
 }
 
+void Sources::set(const std::string& full_name, const std::string& value,
+                  const std::string& origin) {
+  if (full_name.rfind(kPrefix, 0) == 0) env_[full_name] = SourceValue{value, origin};
+}
+
 Result<Sources> Sources::from_process(std::string* error) {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {

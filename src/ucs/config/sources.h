@@ -35,6 +35,10 @@ class Sources {
                               const std::vector<std::pair<std::string, std::string>>& files,
                               std::string* error = nullptr);
 
+  /// Sets a full name ("MC_TLS") over the environment and the files, with
+  /// `origin` as where it came from; a name not starting with MC_ is ignored.
+  void set(const std::string& full_name, const std::string& value, const std::string& origin);
+
   /// The value of a full name ("MC_TCP_SNDBUF"), environment first.
   std::optional<SourceValue> lookup(const std::string& full_name) const;
 

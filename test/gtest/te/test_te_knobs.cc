@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <memory>
 #include <optional>
 
 #include "common/log_capture.h"
@@ -168,6 +169,45 @@ TEST(TeKnobs, ForceHcaWithoutAnRdmaDeviceFailsInit) {
   EXPECT_NE(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
   EXPECT_NE(sink.text().find("MC_FORCE_HCA=y, but no RDMA device is usable"), std::string::npos)
       << sink.text();
+}
+
+// setConfig: one engine's knob over the process's (MC_TLS=sm in the
+// environment, tcp for this engine), refused after init and for a name that
+// is not a knob; getTransports says what init opened.
+TEST(TeKnobs, SetConfigOverridesTheProcessForOneEngine) {
+  if (!uct::find_component("tcp") || !uct::find_component("sm")) {
+    GTEST_SKIP() << "tcp or sm transport is not available";
+  }
+  ScopedEnv env({{"MC_TLS", "sm"}, {"MC_NET_DEVICES", "lo"}});
+  TransferEngine engine;
+  EXPECT_TRUE(engine.getTransports().empty());
+  EXPECT_EQ(engine.setConfig("TLS", "tcp"), -4);
+  ASSERT_EQ(engine.setConfig("MC_TLS", "tcp"), 0);
+  ASSERT_EQ(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  EXPECT_EQ(engine.getTransports(), std::vector<std::string>{"tcp"});
+  EXPECT_EQ(engine.setConfig("MC_TLS", "sm"), -12);
+  TransferEngine other;
+  ASSERT_EQ(other.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  EXPECT_EQ(other.getTransports(), std::vector<std::string>{"sm"});
+}
+
+// Mooncake's four-argument init: the port asked for is the one served on;
+// 0 picks one of the range. Under P2PHANDSHAKE the segment is ip:port.
+TEST(TeKnobs, FourArgumentInitServesOnTheHostAndPortGiven) {
+  ScopedEnv env({{"MC_MIN_RPC_PORT", "15000"}, {"MC_MAX_RPC_PORT", "17000"}});
+  auto any = std::make_unique<TransferEngine>();
+  ASSERT_EQ(any->init("P2PHANDSHAKE", "node-a", "127.0.0.1", 0), 0);
+  const std::string ip_port = any->getLocalIpAndPort();
+  EXPECT_EQ(ip_port.rfind("127.0.0.1:", 0), 0u) << ip_port;
+  const uint16_t port = port_of(ip_port);
+  EXPECT_GE(port, 15000);
+  EXPECT_LE(port, 17000);
+  any.reset();  // the port is free again
+  TransferEngine fixed;
+  ASSERT_EQ(fixed.init("P2PHANDSHAKE", "node-b", "127.0.0.1", port), 0);
+  EXPECT_EQ(fixed.getLocalIpAndPort(), "127.0.0.1:" + std::to_string(port));
+  TransferEngine empty;
+  EXPECT_NE(empty.init("P2PHANDSHAKE", "", "127.0.0.1", 0), 0);
 }
 
 }  // namespace

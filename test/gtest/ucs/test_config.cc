@@ -65,6 +65,20 @@ Sources make_sources(const std::map<std::string, std::string>& env,
   return s.ok() ? *s : Sources{};
 }
 
+TEST(Config, SetOverridesEnvironmentAndFiles) {
+  Sources s = make_sources({{"MC_TEST_COUNT", "5"}}, {{"a.conf", "MC_TEST_SEG_SIZE=4k\n"}});
+  s.set("MC_TEST_COUNT", "7", "this engine");
+  s.set("MC_TEST_SEG_SIZE", "16k", "this engine");
+  s.set("TEST_COUNT", "9", "ignored: not MC_");
+  Result<TestConfig> cfg = read_table<TestConfig>(test_table(), s);
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->count, 7);
+  EXPECT_EQ(cfg->seg_size, 16384u);
+  ASSERT_TRUE(s.lookup("MC_TEST_COUNT").has_value());
+  EXPECT_EQ(s.lookup("MC_TEST_COUNT")->origin, "this engine");
+  EXPECT_FALSE(s.lookup("TEST_COUNT").has_value());
+}
+
 TEST(Config, DefaultsAreParsed) {
   Result<TestConfig> cfg = read_table<TestConfig>(test_table(), make_sources({}));
   ASSERT_TRUE(cfg.ok());
@@ -159,8 +173,8 @@ TEST(Config, SizeParserUnits) {
   auto p = size_parser();
   size_t v = 0;
   const std::pair<const char*, size_t> good[] = {
-      {"4096", 4096}, {"64k", 65536}, {"64KB", 65536}, {"1m", 1u << 20},
-      {"2g", 2ull << 30}, {"1t", 1ull << 40}, {"0.5k", 512}, {"inf", SIZE_MAX}};
+      {"4096", 4096},     {"64k", 65536},     {"64KB", 65536}, {"1m", 1u << 20},
+      {"2g", 2ull << 30}, {"1t", 1ull << 40}, {"0.5k", 512},   {"inf", SIZE_MAX}};
   for (const auto& [text, bytes] : good) {
     ASSERT_EQ(p.parse(text, &v), Status::Ok) << text;
     EXPECT_EQ(v, bytes) << text;

@@ -130,6 +130,22 @@ class TransferEngine {
   /// is named `local_server_name`, or getLocalIpAndPort() under P2PHANDSHAKE.
   /// Returns -1 when called twice, a negative value on any failure.
   int init(const std::string& metadata_conn_string, const std::string& local_server_name);
+  /// Mooncake's form: the segment (in a store also its rpc_meta key) is
+  /// named `local_server_name`, and peers reach this engine at
+  /// `ip_or_host_name` (empty: local_server_name's host part) on `rpc_port`
+  /// (0: the first free one of [MC_MIN_RPC_PORT, MC_MAX_RPC_PORT]). Under
+  /// P2PHANDSHAKE the segment is still named getLocalIpAndPort(). Returns as
+  /// the two-argument init.
+  int init(const std::string& metadata_conn_string, const std::string& local_server_name,
+           const std::string& ip_or_host_name, uint16_t rpc_port);
+  /// Sets a knob ("MC_TLS", "tcp") for this engine only, over the process's
+  /// environment and config files, as read by init (the UCP context's and
+  /// the engine's tables; the metadata knobs stay the process's). 0; Busy
+  /// (-12) after init, InvalidParam (-4) for a name not starting with MC_.
+  int setConfig(const std::string& name, const std::string& value);
+  /// The transports whose devices init opened ("rc_verbs", "sm", "tcp"),
+  /// sorted, each once; empty before init.
+  std::vector<std::string> getTransports() const;
 
   /// Registers [addr, addr + size) into this engine's segment. `location`:
   /// "cpu:N", "cuda:N", or "*" to detect the NUMA node of the pages (a
