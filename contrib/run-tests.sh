@@ -156,7 +156,7 @@ if [ "$unit_only" = no ]; then
     "$top/test/integration/go_check.sh" "$build_dir"
   run_check "the Rust bindings (bindings/rust): cargo test over two processes, te_bench" \
     "$top/test/integration/rust_check.sh" "$build_dir"
-  run_check "Mooncake's C API: installed <mooncake/transfer_engine_c.h>, -ltransfer_engine, two processes over P2PHANDSHAKE, etcd, Redis" \
+  run_check "Mooncake's C and C++ APIs: installed <mooncake/transfer_engine_c.h> and <mooncake/transfer_engine.h>, -ltransfer_engine, two processes over P2PHANDSHAKE, etcd, Redis" \
     "$top/test/integration/mooncake_c_api_check.sh" "$build_dir"
   run_check "mc_info -e / -p: lanes, rejections with reasons, protocol tables" \
     "$top/test/integration/info_check.sh" "$build_dir"

@@ -24,7 +24,8 @@ for f in include/mc/ucs/status/status.h include/mc/ucs/module/module_abi.h \
          lib/mc/libmc_uct_self.so lib/mc/libmc_uct_tcp.so lib/mc/libmc_uct_sm.so bin/mc_info \
          share/man/man1/mc_info.1 share/man/man1/mc_perftest.1 share/man/man1/mc_uct_check.1 \
          share/man/man8/mc_metadata_server.8 share/man/man8/mc_nvmeof_register.8 \
-         include/mooncake/transfer_engine_c.h lib/libtransfer_engine.so; do
+         include/mooncake/transfer_engine_c.h include/mooncake/transfer_engine.h \
+         lib/libtransfer_engine.so; do
   if [ -e "$root/$f" ]; then echo "installed: $f"; else echo "MISSING: $f"; missing=1; fi
 done
 [ $missing -eq 0 ] || exit 1

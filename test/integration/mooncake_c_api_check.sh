@@ -3,7 +3,9 @@
 # Mooncake's C API as a library: installs mc into a temporary DESTDIR, builds
 # mooncake_c_app.c as C11 against the installed <mooncake/transfer_engine_c.h>
 # with -ltransfer_engine, and runs it as a target and an initiator over
-# P2PHANDSHAKE, then over etcd and Redis when they are installed: a write
+# P2PHANDSHAKE, then over etcd and Redis when they are installed; the same
+# with mooncake_cxx_app.cc against <mooncake/transfer_engine.h> over
+# P2PHANDSHAKE. Each pair: a write
 # with a notification (the target checks its memory when it takes it), a
 # read back, an out-of-bounds write, bad arguments.
 #   test/integration/mooncake_c_api_check.sh <build-dir>
@@ -31,15 +33,21 @@ gcc -std=c11 -Wall -Wextra -Werror -pedantic $san_flags -I"$root/include" \
   "$here/mooncake_c_app.c" -o "$dest/app" -L"$root/lib" -ltransfer_engine \
   -Wl,-rpath,"$root/lib" || exit 1
 echo "PASS: a C11 program builds against the installed header with -ltransfer_engine"
+# shellcheck disable=SC2086
+g++ -std=c++17 -Wall -Wextra -Werror $san_flags -I"$root/include" \
+  "$here/mooncake_cxx_app.cc" -o "$dest/cxx_app" -L"$root/lib" -ltransfer_engine \
+  -Wl,-rpath,"$root/lib" || exit 1
+echo "PASS: a C++17 program builds against the installed <mooncake/transfer_engine.h>"
 
 export LD_LIBRARY_PATH=$root/lib MC_TLS=tcp MC_NET_DEVICES=lo MC_TRANSFER_TIMEOUT=60s
 fail=0
 
-# Runs target and initiator over one metadata string; 0 when both pass.
+# Runs target and initiator (app or cxx_app: $3, default app) over one
+# metadata string; 0 when both pass.
 run_pair() {
-  local conn=$1 tag=$2 target segment addr len out
+  local conn=$1 tag=$2 app=$dest/${3:-app} target segment addr len out
   : > "$dest/target.out"
-  timeout 120 "$dest/app" target "$conn" "mc-target-$tag" > "$dest/target.out" 2> "$dest/target.err" &
+  timeout 120 "$app" target "$conn" "mc-target-$tag" > "$dest/target.out" 2> "$dest/target.err" &
   target=$!
   pids+=("$target")
   segment=
@@ -52,7 +60,7 @@ run_pair() {
   if [ -z "$segment" ]; then
     echo "FAIL ($tag): the target did not start"; sed 's/^/    /' "$dest/target.err"; return 1
   fi
-  out=$(timeout 120 "$dest/app" initiator "$conn" "mc-initiator-$tag" "$segment" "$addr" "$len" 23 2>&1)
+  out=$(timeout 120 "$app" initiator "$conn" "mc-initiator-$tag" "$segment" "$addr" "$len" 23 2>&1)
   local irc=$?
   wait "$target"
   local trc=$?
@@ -68,6 +76,7 @@ run_pair() {
 }
 
 run_pair P2PHANDSHAKE p2p || fail=1
+run_pair P2PHANDSHAKE p2p-cxx cxx_app || fail=1
 
 # shellcheck source=free_port.sh
 source "$here/free_port.sh"
