@@ -105,6 +105,11 @@ func (e *Engine) NewBatch(size int) (*Batch, error) {
 // segment is not open or whose remote range is outside the segment's
 // buffers into an Invalid task, which Wait reports.
 func (b *Batch) Submit(reqs ...Request) error {
+	return b.submit(reqs, nil)
+}
+
+// submit is Submit, and SubmitWithNotify when n is not nil.
+func (b *Batch) submit(reqs []Request, n *Notify) error {
 	if len(reqs) == 0 {
 		return argError("Submit: no requests")
 	}
@@ -158,10 +163,20 @@ func (b *Batch) Submit(reqs ...Request) error {
 			length:        C.size_t(len(r.Local)),
 		}
 	}
-	if rc := C.mc_te_submit_transfer(h, b.id, &entries[0], C.size_t(len(reqs))); rc != 0 {
+	fn := "mc_te_submit_transfer"
+	var rc C.int
+	if n == nil {
+		rc = C.mc_te_submit_transfer(h, b.id, &entries[0], C.size_t(len(reqs)))
+	} else {
+		fn = "mc_te_submit_transfer_with_notify"
+		c := newCNotify(*n)
+		rc = C.mc_te_submit_transfer_with_notify(h, b.id, &entries[0], C.size_t(len(reqs)),
+			&c.desc)
+		c.free()
+	}
+	if rc != 0 {
 		e.regs.releaseUsers(regs)
-		return mcError("mc_te_submit_transfer", int(rc), "%d request(s) to batch %d", len(reqs),
-			uint64(b.id))
+		return mcError(fn, int(rc), "%d request(s) to batch %d", len(reqs), uint64(b.id))
 	}
 	b.tasks += len(reqs)
 	b.regs = append(b.regs, regs...)

@@ -32,6 +32,8 @@
 // goroutine, as the C API allows (mc::TransferEngine is safe from any
 // thread). A Batch's methods may be called concurrently too.
 //
-// Notifications (the Mooncake getNotifies/sendNotify) are not bound: the C
-// API does not have them yet.
+// Notifications (Mooncake's getNotifies/sendNotify): Batch.SubmitWithNotify
+// sends a Notify once the batch's writes are in the target's memory,
+// SendNotify and SendNotifyTo one alone; Engine.Notifications delivers those
+// taken, with the sender's verified segment name, as a channel.
 package te

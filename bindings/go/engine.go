@@ -34,6 +34,12 @@ type Engine struct {
 	mu   sync.RWMutex
 	h    *C.mc_te_t
 	regs regSet
+	// closed is closed by Close: it stops the Notifications goroutines.
+	closed chan struct{}
+	// notifyMu guards undelivered: notifications taken from mc that a
+	// Notifications channel ended before delivering, oldest first.
+	notifyMu    sync.Mutex
+	undelivered []Received
 }
 
 // New creates an engine and initialises it (mc_te_init): metadata is
@@ -57,7 +63,7 @@ func New(metadata, localServerName string) (*Engine, error) {
 		return nil, mcError("mc_te_init", int(rc), "metadata %q, local server name %q",
 			metadata, localServerName)
 	}
-	return &Engine{h: h}, nil
+	return &Engine{h: h, closed: make(chan struct{})}, nil
 }
 
 // Close destroys the engine (mc_te_destroy): it removes its metadata, ends
@@ -71,6 +77,7 @@ func (e *Engine) Close() error {
 	}
 	C.mc_te_destroy(e.h)
 	e.h = nil
+	close(e.closed)
 	e.regs.dropAll()
 	return nil
 }

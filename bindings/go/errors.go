@@ -7,6 +7,7 @@ package te
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinels for errors.Is.
@@ -26,6 +27,18 @@ var (
 	ErrTask = errors.New("mc te: task did not complete")
 	// ErrMC: mc returned a failure (*Error).
 	ErrMC = errors.New("mc te: call failed")
+	// ErrNotifyTooLarge: a notification's name and message exceed
+	// MC_NOTIFY_MAX_SIZE, here or at the target (*Error, code -15).
+	ErrNotifyTooLarge = errors.New("mc te: notification too large")
+	// ErrNotifyQueueFull: the target's MC_NOTIFY_QUEUE_LENGTH queue is full
+	// (*Error, code -2).
+	ErrNotifyQueueFull = errors.New("mc te: target's notification queue full")
+	// ErrNotifyRefused: the target refused the notification (MC_AUTH_TOKEN,
+	// or the sender's identity not proved; *Error, code -18).
+	ErrNotifyRefused = errors.New("mc te: notification refused")
+	// ErrNotifyDropped: a batch's notification was not sent because a task
+	// of the batch did not complete (*Error, code -7).
+	ErrNotifyDropped = errors.New("mc te: notification dropped")
 )
 
 // Error is a failed call into mc's C API: the function, its return code
@@ -41,8 +54,27 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("mc te: %s failed (code %d): %s", e.Func, e.Code, e.Msg)
 }
 
-// Is makes errors.Is(err, ErrMC) true for every *Error.
-func (e *Error) Is(target error) bool { return target == ErrMC }
+// Is makes errors.Is(err, ErrMC) true for every *Error, and the ErrNotify*
+// sentinels true for the codes of the notification calls.
+func (e *Error) Is(target error) bool {
+	if target == ErrMC {
+		return true
+	}
+	if !strings.Contains(e.Func, "notify") {
+		return false
+	}
+	switch e.Code {
+	case -15:
+		return target == ErrNotifyTooLarge
+	case -2:
+		return target == ErrNotifyQueueFull
+	case -18:
+		return target == ErrNotifyRefused
+	case -7:
+		return target == ErrNotifyDropped && e.Func == "mc_te_get_batch_notify_status"
+	}
+	return false
+}
 
 func mcError(fn string, code int, format string, args ...interface{}) error {
 	return &Error{Func: fn, Code: code, Msg: fmt.Sprintf(format, args...)}

@@ -9,6 +9,7 @@ package te_test
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +27,10 @@ import (
 )
 
 const helperEnv = "TE_GO_TEST_TARGET" // "CONN NAME SIZE SEED"
+
+// notesEnv makes the target print a line per notification it receives
+// (printNote); its value is the size of a region (see TestNotifications).
+const notesEnv = "TE_GO_TEST_NOTES"
 
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(helperEnv); spec != "" {
@@ -71,7 +76,21 @@ func runTarget(spec string) int {
 		}
 	}
 	fmt.Printf("READY %s %d\n", segment, size)
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	if region, _ := strconv.Atoi(os.Getenv(notesEnv)); region > 0 {
+		go func() {
+			defer close(done)
+			for n := range eng.Notifications(ctx) {
+				printNote(n, b, region)
+			}
+		}()
+	} else {
+		close(done)
+	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
+	cancel()
+	<-done
 	if err := reg.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "target:", err)
 		return 1
@@ -79,11 +98,52 @@ func runTarget(spec string) int {
 	return 0
 }
 
+// printNote prints "NOTE SENDER HEX(NAME) HEX(MSG) MEMORY": MEMORY is what
+// the buffer held the moment the notification was received: for a name
+// "region\x00K", "ok" when region K (of region bytes) holds pattern(100+K),
+// else "bad"; "-" for other names.
+func printNote(n te.Received, b []byte, region int) {
+	memory := "-"
+	if k, err := strconv.Atoi(strings.TrimPrefix(n.Name, "region\x00")); err == nil &&
+		strings.HasPrefix(n.Name, "region\x00") {
+		memory = "ok"
+		if (k+1)*region > len(b) {
+			memory = "bad"
+		} else {
+			for i, v := range b[k*region : (k+1)*region] {
+				if v != pattern(100+k, i) {
+					memory = "bad"
+					break
+				}
+			}
+		}
+	}
+	fmt.Printf("NOTE %s %s %s %s\n", n.Sender, hex.EncodeToString([]byte(n.Name)),
+		hex.EncodeToString(n.Msg), memory)
+}
+
 // target is a running second process.
 type target struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
+	stdout  *bufio.Reader
 	segment string
+}
+
+// lines delivers the target's output after READY, closed at its end.
+func (tg *target) lines() <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		for {
+			line, err := tg.stdout.ReadString('\n')
+			if err != nil {
+				return
+			}
+			ch <- strings.TrimSuffix(line, "\n")
+		}
+	}()
+	return ch
 }
 
 // startTarget runs the test binary as a target, with env added to its
@@ -106,9 +166,9 @@ func startTarget(t *testing.T, conn, name string, size, seed int, env ...string)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	tg := &target{cmd: cmd, stdin: stdin}
+	tg := &target{cmd: cmd, stdin: stdin, stdout: bufio.NewReader(stdout)}
 	t.Cleanup(func() { tg.stop(t) })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	line, err := tg.stdout.ReadString('\n')
 	f := strings.Fields(line)
 	if err != nil || len(f) != 3 || f[0] != "READY" {
 		t.Fatalf("target did not start: read %q (%v)", line, err)
