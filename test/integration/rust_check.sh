@@ -4,6 +4,7 @@
 # build tree with Debian's cargo and rustc, offline, and runs their tests
 # (layouts against the header; two processes over P2PHANDSHAKE, etcd and
 # redis; threads sharing an engine; bad inputs; a peer killed mid-transfer;
+# notifications between two processes;
 # the doc example's build), the two-process test again against an installed
 # mc (test/integration/bindings_install.sh), and the te_bench example
 # between two processes.

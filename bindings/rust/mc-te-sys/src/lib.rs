@@ -78,6 +78,31 @@ pub struct mc_te_path_info_t {
     pub bytes: u64,
 }
 
+/// A notification to send: byte ranges, not C strings (embedded NULs
+/// arrive as written); a null pointer with length 0 is empty.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mc_te_notify_desc_t {
+    pub name: *const c_char,
+    pub name_len: usize,
+    pub notify_msg: *const c_char,
+    pub notify_msg_len: usize,
+}
+
+/// A notification taken: each string malloc'd, its length's bytes and a
+/// NUL; freed by `mc_te_free_notifies`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mc_te_received_notify_t {
+    /// The segment that sent it, as proved by the engine.
+    pub sender: *mut c_char,
+    pub sender_len: usize,
+    pub name: *mut c_char,
+    pub name_len: usize,
+    pub notify_msg: *mut c_char,
+    pub notify_msg_len: usize,
+}
+
 extern "C" {
     pub fn mc_te_create() -> *mut mc_te_t;
     pub fn mc_te_destroy(engine: *mut mc_te_t);
@@ -129,6 +154,31 @@ extern "C" {
         status: *mut mc_te_transfer_status_t,
     ) -> c_int;
     pub fn mc_te_free_batch_id(engine: *mut mc_te_t, batch_id: mc_te_batch_id_t) -> c_int;
+    pub fn mc_te_submit_transfer_with_notify(
+        engine: *mut mc_te_t,
+        batch_id: mc_te_batch_id_t,
+        entries: *const mc_te_request_t,
+        count: usize,
+        notify: *const mc_te_notify_desc_t,
+    ) -> c_int;
+    pub fn mc_te_get_batch_notify_status(engine: *mut mc_te_t, batch_id: mc_te_batch_id_t)
+        -> c_int;
+    pub fn mc_te_send_notify_by_name(
+        engine: *mut mc_te_t,
+        segment_name: *const c_char,
+        notify: *const mc_te_notify_desc_t,
+    ) -> c_int;
+    pub fn mc_te_send_notify_by_id(
+        engine: *mut mc_te_t,
+        segment_id: mc_te_segment_id_t,
+        notify: *const mc_te_notify_desc_t,
+    ) -> c_int;
+    pub fn mc_te_get_notifies(
+        engine: *mut mc_te_t,
+        out: *mut *mut mc_te_received_notify_t,
+        count: *mut usize,
+    ) -> c_int;
+    pub fn mc_te_free_notifies(notifies: *mut mc_te_received_notify_t, count: usize);
     pub fn mc_te_get_local_ip_and_port(engine: *mut mc_te_t, buf: *mut c_char, len: usize)
         -> c_int;
 }
@@ -147,6 +197,8 @@ mod tests {
         assert_eq!(size_of::<mc_te_transfer_status_t>(), 16);
         assert_eq!(size_of::<mc_te_buffer_info_t>(), 48);
         assert_eq!(size_of::<mc_te_path_info_t>(), 128 + 12 + 4 + 8);
+        assert_eq!(size_of::<mc_te_notify_desc_t>(), 32);
+        assert_eq!(size_of::<mc_te_received_notify_t>(), 48);
         let r = mc_te_request_t {
             opcode: 0,
             source: std::ptr::null_mut(),

@@ -15,6 +15,7 @@ use mc_te_sys as sys;
 
 use crate::engine::{Engine, Segment};
 use crate::error::{invalid, mc_error, Error, Result};
+use crate::notify::Notify;
 
 /// What a request does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,6 +175,30 @@ impl<'a> Batch<'a> {
     /// whose segment is not open or whose remote range is outside the
     /// segment's buffers into an `Invalid` task, which `wait` reports.
     pub fn submit(&mut self, reqs: &[Request<'a>]) -> Result<()> {
+        self.submit_impl(reqs, None)
+    }
+
+    /// Queues `reqs`, all to one segment, and `notify` to that segment once
+    /// every task of the batch (those submitted before too) completed, that
+    /// is once the writes are in the target's memory
+    /// (`mc_te_submit_transfer_with_notify`); returns at once, and
+    /// `notify_status` follows it. When a task does not complete the
+    /// notification is dropped. Refused as `submit`, and with `Error::Mc`:
+    /// -4 requests to more than one segment, -12 the previous notification
+    /// of the batch unresolved, `NOTIFY_TOO_LARGE`.
+    pub fn submit_with_notify(&mut self, reqs: &[Request<'a>], notify: &Notify) -> Result<()> {
+        self.submit_impl(reqs, Some(notify))
+    }
+
+    pub(crate) fn engine(&self) -> &Engine {
+        self.engine
+    }
+
+    pub(crate) fn id(&self) -> sys::mc_te_batch_id_t {
+        self.id
+    }
+
+    fn submit_impl(&mut self, reqs: &[Request<'a>], notify: Option<&Notify>) -> Result<()> {
         if reqs.is_empty() {
             return invalid("submit: no requests".to_string());
         }
@@ -206,12 +231,31 @@ impl<'a> Batch<'a> {
         }
         // SAFETY: entries is read during the call; the memory they point at
         // is borrowed for 'a, which outlives the batch.
-        let rc = unsafe {
-            sys::mc_te_submit_transfer(self.engine.raw(), self.id, entries.as_ptr(), entries.len())
+        let (func, rc) = match notify {
+            None => ("mc_te_submit_transfer", unsafe {
+                sys::mc_te_submit_transfer(
+                    self.engine.raw(),
+                    self.id,
+                    entries.as_ptr(),
+                    entries.len(),
+                )
+            }),
+            Some(n) => {
+                let desc = n.raw();
+                ("mc_te_submit_transfer_with_notify", unsafe {
+                    sys::mc_te_submit_transfer_with_notify(
+                        self.engine.raw(),
+                        self.id,
+                        entries.as_ptr(),
+                        entries.len(),
+                        &desc,
+                    )
+                })
+            }
         };
         if rc != 0 {
             return mc_error(
-                "mc_te_submit_transfer",
+                func,
                 rc,
                 format!("{} request(s) to batch {}", reqs.len(), self.id),
             );

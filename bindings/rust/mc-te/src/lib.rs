@@ -30,15 +30,23 @@
 //! thread concurrently); so are `Registration`s of `Send`/`Sync` buffers,
 //! `Request`s and `Batch`es. Several threads may run batches on one engine.
 //!
-//! Not bound: notifications (Mooncake's `getNotifies` / `sendNotify`), which
-//! the C API does not have yet.
+//! Notifications (Mooncake's `getNotifies` / `sendNotify`):
+//! [`Batch::submit_with_notify`] sends a [`Notify`] once the batch's writes
+//! are in the target's memory, [`Engine::send_notify_by_name`] /
+//! [`Engine::send_notify_by_id`] one alone, [`Engine::get_notifies`] hands
+//! over those taken ([`Received`], owned bytes, the verified sender).
 
 mod batch;
 mod engine;
 mod error;
 mod memory;
+mod notify;
 
 pub use batch::{Batch, Op, Request, TaskStatus};
 pub use engine::{BufferInfo, Engine, PathInfo, Segment};
 pub use error::{Error, Result};
 pub use memory::{Registration, StableBuffer};
+pub use notify::{
+    Notify, NotifyStatus, Received, NOTIFY_DROPPED, NOTIFY_QUEUE_FULL, NOTIFY_REFUSED,
+    NOTIFY_TOO_LARGE,
+};

@@ -22,6 +22,9 @@ fn thread_safety_markers() {
     assert_send_sync::<mc_te::Registration<'static, &'static mut [u8]>>();
     assert_send_sync::<mc_te::Request<'static>>();
     assert_send_sync::<mc_te::Batch<'static>>();
+    assert_send_sync::<mc_te::Notify>();
+    assert_send_sync::<mc_te::Received>();
+    assert_send_sync::<mc_te::NotifyStatus>();
 }
 
 fn check(what: &str, b: &[u8], seed: usize) {

@@ -8,12 +8,50 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mc_te::Engine;
 
 pub const TARGET_ENV: &str = "TE_RUST_TEST_TARGET"; // "CONN NAME SIZE SEED"
+/// Makes the target print a line per notification (note_line); the value
+/// is the size of a region (see tests/notify.rs).
+pub const NOTES_ENV: &str = "TE_RUST_TEST_NOTES";
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{:02x}", x)).collect()
+}
+
+/// "NOTE SENDER HEX(NAME) HEX(MSG) MEMORY": MEMORY is what `mem` held when
+/// the notification was taken: for a name "region\0K", "ok" when region K
+/// holds pattern(100 + K), else "bad"; "-" for other names.
+pub fn note_line(n: &mc_te::Received, mem: &[u8], region: usize) -> String {
+    let prefix = b"region\0";
+    let mut memory = "-";
+    if n.notify.name.starts_with(prefix) {
+        memory = "bad";
+        let k = std::str::from_utf8(&n.notify.name[prefix.len()..])
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok());
+        if let Some(k) = k {
+            if (k + 1) * region <= mem.len()
+                && mem[k * region..(k + 1) * region]
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &x)| x == pattern(100 + k, i))
+            {
+                memory = "ok";
+            }
+        }
+    }
+    format!(
+        "NOTE {} {} {} {}",
+        String::from_utf8_lossy(&n.sender),
+        hex(&n.notify.name),
+        hex(&n.notify.msg),
+        memory
+    )
+}
 
 pub fn pattern(seed: usize, i: usize) -> u8 {
     (seed * 131 + i * 7 + (i >> 8)) as u8
@@ -40,8 +78,28 @@ pub fn run_target_if_asked() {
     };
     println!("READY {} {}", segment, reg.len());
     std::io::stdout().flush().unwrap();
-    let mut sink = Vec::new();
-    let _ = std::io::stdin().read_to_end(&mut sink);
+    let region: usize = std::env::var(NOTES_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let closed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let closed = closed.clone();
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = std::io::stdin().read_to_end(&mut sink);
+            closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    // Notifications polled until the input closes.
+    while region > 0 && !closed.load(std::sync::atomic::Ordering::SeqCst) {
+        for n in engine.get_notifies().expect("target: get_notifies") {
+            println!("{}", note_line(&n, reg.as_slice(), region));
+        }
+        std::io::stdout().flush().unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    reader.join().unwrap();
     reg.unregister().expect("target: unregister");
     std::process::exit(0);
 }
@@ -50,6 +108,8 @@ pub fn run_target_if_asked() {
 pub struct Target {
     child: Child,
     stdin: Option<ChildStdin>,
+    /// Its output after READY.
+    pub lines: std::io::Lines<BufReader<ChildStdout>>,
     pub segment: String,
 }
 
@@ -82,7 +142,8 @@ impl Target {
             .expect("spawn the target");
         let stdout = child.stdout.take().unwrap();
         let mut segment = None;
-        for line in BufReader::new(stdout).lines() {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Some(line) = lines.next() {
             let line = match line {
                 Ok(line) => line,
                 Err(_) => break,
@@ -112,8 +173,14 @@ impl Target {
         Target {
             child,
             stdin,
+            lines,
             segment,
         }
+    }
+
+    /// Closes its input.
+    pub fn close_input(&mut self) {
+        self.stdin.take();
     }
 
     /// Closes its input and waits: it must exit cleanly.
