@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds the Go binding (bindings/go) against a build tree and runs its
 # tests: go vet, go test -race (two processes over P2PHANDSHAKE, etcd and redis;
-# bad inputs; a peer killed mid-transfer; a deadline passing), a part of
+# bad inputs; a peer killed mid-transfer; a deadline passing; notifications
+# between two processes), a part of
 # them again against an installed mc (test/integration/bindings_install.sh),
 # and the P2P store example between two processes. cgo takes mc's flags from pkg-config mc-te, here the uninstalled
 # variant that test/integration/bindings_pc.sh writes for the build tree.
@@ -80,7 +81,7 @@ if grep -q -F "$build_dir/src/ucs/.libs" "$test_bin"; then
   echo "FAIL: the test binary built against $root names the build tree"
   exit 1
 fi
-"$test_bin" -test.count=1 -test.run 'TestTwoProcessesP2PHandshake|TestBadInputs' >> "$out/test-installed.log" 2>&1 ||
+"$test_bin" -test.count=1 -test.run 'TestTwoProcessesP2PHandshake|TestBadInputs|TestNotifications' >> "$out/test-installed.log" 2>&1 ||
   { cat "$out/test-installed.log"; rm -rf "$installed"; echo "FAIL: go test against $root"; exit 1; }
 grep -v '^[IWE][0-9]\{8\} ' "$out/test-installed.log"
 unset PKG_CONFIG LD_LIBRARY_PATH

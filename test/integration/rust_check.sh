@@ -5,8 +5,9 @@
 # (layouts against the header; two processes over P2PHANDSHAKE, etcd and
 # redis; threads sharing an engine; bad inputs; a peer killed mid-transfer;
 # notifications between two processes;
-# the doc example's build), the two-process test again against an installed
-# mc (test/integration/bindings_install.sh), and the te_bench example
+# the doc example's build), the two-process and notification tests again
+# against an installed mc (test/integration/bindings_install.sh), and the
+# te_bench example
 # between two processes.
 # mc-te-sys's build script asks pkg-config for mc-te: here the uninstalled
 # variant that test/integration/bindings_pc.sh writes for the build tree.
@@ -80,6 +81,10 @@ PKG_CONFIG=$installed/pkg-config PKG_CONFIG_PATH=$root/lib/pkgconfig LD_LIBRARY_
   CARGO_TARGET_DIR=$out/target-installed \
   "$cargo" test --offline --locked --test two_process two_processes_p2p > "$out/test-installed.log" 2>&1 ||
   { cat "$out/test-installed.log"; rm -rf "$installed"; echo "FAIL: cargo test against $root"; exit 1; }
+PKG_CONFIG=$installed/pkg-config PKG_CONFIG_PATH=$root/lib/pkgconfig LD_LIBRARY_PATH=$root/lib \
+  CARGO_TARGET_DIR=$out/target-installed \
+  "$cargo" test --offline --locked --test notify >> "$out/test-installed.log" 2>&1 ||
+  { cat "$out/test-installed.log"; rm -rf "$installed"; echo "FAIL: cargo test --test notify against $root"; exit 1; }
 grep -v '^[IWE][0-9]\{8\} ' "$out/test-installed.log" | grep -E '^test |test result'
 rm -rf "$installed"
 echo "PASS: cargo test against an installed mc (pkg-config mc-te of $root)"
