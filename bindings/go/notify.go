@@ -150,8 +150,8 @@ func (e *Engine) takeNotifies() ([]Received, error) {
 // is closed when ctx ends or the engine is closed; what was taken from mc
 // but not yet received then is kept for the next Notifications call. Use
 // one channel at a time: two running at once split the notifications
-// between them. A failed poll (mc out of memory) is logged by mc and the
-// notifications it held are lost; polling goes on.
+// between them. A failed poll (mc_te_get_notifies out of memory, which
+// loses what mc held) is not reported on the channel; polling goes on.
 func (e *Engine) Notifications(ctx context.Context) <-chan Received {
 	ch := make(chan Received)
 	go func() {
