@@ -156,10 +156,7 @@ func (e *Engine) Notifications(ctx context.Context) <-chan Received {
 	ch := make(chan Received)
 	go func() {
 		defer close(ch)
-		e.notifyMu.Lock()
-		pending := e.undelivered
-		e.undelivered = nil
-		e.notifyMu.Unlock()
+		var pending []Received
 		defer func() {
 			if len(pending) > 0 {
 				e.notifyMu.Lock()
@@ -169,6 +166,13 @@ func (e *Engine) Notifications(ctx context.Context) <-chan Received {
 		}()
 		pause := notifyPollMin
 		for {
+			if len(pending) == 0 {
+				// What an ended channel left first: it is older than
+				// what mc holds.
+				e.notifyMu.Lock()
+				pending, e.undelivered = e.undelivered, nil
+				e.notifyMu.Unlock()
+			}
 			if len(pending) == 0 {
 				got, err := e.takeNotifies()
 				if errors.Is(err, ErrClosed) {

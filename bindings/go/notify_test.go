@@ -18,6 +18,9 @@ import (
 	"mc/te"
 )
 
+// Received is te.Received, short for the tests.
+type Received = te.Received
+
 // regionMsg is region k's message: bytes a C string would cut.
 func regionMsg(k int) []byte { return []byte{0, byte(k), 0xff, 0, 'k', 0} }
 
@@ -204,5 +207,59 @@ func TestNotifyDroppedWhenATaskFails(t *testing.T) {
 	cancelShort()
 	for n := range ch {
 		t.Errorf("after the cancel: %+v", n)
+	}
+}
+
+// Notifications taken from mc by a channel whose context ended before they
+// were received go to the next channel, none lost or repeated; Close
+// closes a channel.
+func TestNotificationsAcrossChannels(t *testing.T) {
+	eng := newEngine(t, "P2PHANDSHAKE", "127.0.0.1")
+	self, err := eng.LocalAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const count = 20
+	for i := 0; i < count; i++ {
+		if err := eng.SendNotify(self, te.Notify{Name: strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	guard, cancelGuard := context.WithTimeout(context.Background(), hangGuard)
+	defer cancelGuard()
+	var got []string
+	receive := func(ch <-chan Received, n int) {
+		for len(got) < n {
+			select {
+			case r, ok := <-ch:
+				if !ok {
+					t.Fatalf("the channel closed after %d notifications", len(got))
+				}
+				got = append(got, r.Name)
+			case <-guard.Done():
+				t.Fatalf("%d of %d notifications arrived", len(got), n)
+			}
+		}
+	}
+	first, cancel := context.WithCancel(context.Background())
+	ch := eng.Notifications(first)
+	receive(ch, 1)
+	cancel()
+	// Until it closes, it may still deliver.
+	for r := range ch {
+		got = append(got, r.Name)
+	}
+	ch = eng.Notifications(context.Background())
+	receive(ch, count)
+	for i, name := range got {
+		if name != strconv.Itoa(i) {
+			t.Fatalf("received %q, want 0 .. %d in order", got, count-1)
+		}
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for r := range ch {
+		t.Errorf("after Close: %+v", r)
 	}
 }
