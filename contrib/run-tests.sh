@@ -22,6 +22,14 @@ trap 'rm -rf "$results"' EXIT
 
 "$top/contrib/install-deps.sh" || exit 1
 
+# Builds the tests and their helper modules without running them through
+# automake's harness, so their output is shown here. Before the handler
+# below: configure and a make that regenerates the build files probe for
+# programs that may be absent (cygpath, print), which is no missing program.
+for d in ${BUILD_SUBDIRS:-.}; do
+  "$top/contrib/build.sh" -C "$d" check TESTS= || { echo "summary: 0 passed, 1 failed (build)"; exit 1; }
+done
+
 # Bash runs command_not_found_handle for a program it cannot find; exported,
 # it runs in every bash script the checks start (also inside network
 # namespaces) and records the name, so the check fails naming it even when
@@ -34,11 +42,6 @@ command_not_found_handle() {
   return 127
 }
 export -f command_not_found_handle
-# Builds the tests and their helper modules without running them through
-# automake's harness, so their output is shown here.
-for d in ${BUILD_SUBDIRS:-.}; do
-  "$top/contrib/build.sh" -C "$d" check TESTS= || { echo "summary: 0 passed, 1 failed (build)"; exit 1; }
-done
 
 passed=0; failed=0; skipped=0
 
