@@ -296,11 +296,19 @@ void MetadataServer::serve(uint64_t id, int fd) {
     }
     if (r != RecvResult::Data) return;  // closed, reset, evicted or idle too long
     if (!count_in_flight(&c, got)) {
-      MC_LOG(debug) << "request bytes in flight would pass " << options_.max_in_flight
-                    << "; refusing a request";
-      respond(fd, Reply{503, "server busy: too many request bytes in flight; retry\n", nullptr, ""},
-              false, Clock::now());
-      return;
+      // Give back what this request holds and ask once for all of it: of
+      // two requests that pass the bound at the same moment (each refused
+      // while the other still counted), one then goes on.
+      const size_t held = c.counted;
+      uncount_in_flight(&c, true);
+      if (!count_in_flight(&c, held + got)) {
+        MC_LOG(debug) << "request bytes in flight would pass " << options_.max_in_flight
+                      << "; refusing a request";
+        respond(fd,
+                Reply{503, "server busy: too many request bytes in flight; retry\n", nullptr, ""},
+                false, Clock::now());
+        return;
+      }
     }
     if (c.idle) {
       c.idle = false;
