@@ -269,15 +269,24 @@ func (b *Batch) Free() error {
 // Transfer submits reqs as one batch, waits for it, and frees it. When ctx
 // ends first, the batch is freed in the background once its tasks end.
 func (e *Engine) Transfer(ctx context.Context, reqs ...Request) error {
-	b, err := e.NewBatch(len(reqs))
+	return e.runBatch(ctx, len(reqs), func(b *Batch) error { return b.Submit(reqs...) },
+		(*Batch).Wait)
+}
+
+// runBatch makes a batch of n tasks, submits it with submit, waits with
+// wait and frees it; when ctx ends first, the batch is freed in the
+// background once its tasks end (its memory stays registered until then).
+func (e *Engine) runBatch(ctx context.Context, n int, submit func(*Batch) error,
+	wait func(*Batch, context.Context) error) error {
+	b, err := e.NewBatch(n)
 	if err != nil {
 		return err
 	}
-	if err := b.Submit(reqs...); err != nil {
+	if err := submit(b); err != nil {
 		_ = b.Free()
 		return err
 	}
-	err = b.Wait(ctx)
+	err = wait(b, ctx)
 	if err != nil && ctx.Err() != nil {
 		go func() {
 			_ = b.Wait(context.Background())

@@ -276,26 +276,12 @@ func (b *Batch) WaitNotify(ctx context.Context) error {
 // not complete is its *TaskError (the notification was dropped). When ctx
 // ends first, the batch is freed in the background once its tasks end.
 func (e *Engine) TransferWithNotify(ctx context.Context, n Notify, reqs ...Request) error {
-	b, err := e.NewBatch(len(reqs))
-	if err != nil {
-		return err
-	}
-	if err := b.SubmitWithNotify(n, reqs...); err != nil {
-		_ = b.Free()
-		return err
-	}
-	if err = b.Wait(ctx); err == nil {
-		err = b.WaitNotify(ctx)
-	}
-	if err != nil && ctx.Err() != nil {
-		go func() {
-			_ = b.Wait(context.Background())
-			_ = b.Free()
-		}()
-		return err
-	}
-	if ferr := b.Free(); err == nil {
-		err = ferr
-	}
-	return err
+	return e.runBatch(ctx, len(reqs),
+		func(b *Batch) error { return b.SubmitWithNotify(n, reqs...) },
+		func(b *Batch, ctx context.Context) error {
+			if err := b.Wait(ctx); err != nil {
+				return err
+			}
+			return b.WaitNotify(ctx)
+		})
 }
