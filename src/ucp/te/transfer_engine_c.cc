@@ -61,6 +61,20 @@ bool copy_out(const std::string& s, char** out, size_t* len) {
   return true;
 }
 
+// The C requests as the engine's; false at an opcode that is neither READ
+// nor WRITE.
+bool to_requests(const mc_te_request_t* entries, size_t count,
+                 std::vector<mc::TransferRequest>* out) {
+  out->reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const mc_te_request_t& e = entries[i];
+    if (e.opcode != MC_TE_READ && e.opcode != MC_TE_WRITE) return false;
+    out->push_back({static_cast<mc::TransferRequest::OpCode>(e.opcode), e.source, e.target_id,
+                    e.target_offset, e.length});
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -159,13 +173,7 @@ int mc_te_submit_transfer(mc_te_t* engine, mc_te_batch_id_t batch_id,
   if (engine == nullptr || (entries == nullptr && count != 0)) return -1;
   return guard("submit_transfer", -1, [&] {
     std::vector<mc::TransferRequest> reqs;
-    reqs.reserve(count);
-    for (size_t i = 0; i < count; ++i) {
-      const mc_te_request_t& e = entries[i];
-      if (e.opcode != MC_TE_READ && e.opcode != MC_TE_WRITE) return -1;
-      reqs.push_back({static_cast<mc::TransferRequest::OpCode>(e.opcode), e.source, e.target_id,
-                      e.target_offset, e.length});
-    }
+    if (!to_requests(entries, count, &reqs)) return -1;
     return engine->engine.submitTransfer(batch_id, reqs);
   });
 }
@@ -198,13 +206,7 @@ int mc_te_submit_transfer_with_notify(mc_te_t* engine, mc_te_batch_id_t batch_id
   }
   return guard("submit_transfer_with_notify", -1, [&] {
     std::vector<mc::TransferRequest> reqs;
-    reqs.reserve(count);
-    for (size_t i = 0; i < count; ++i) {
-      const mc_te_request_t& e = entries[i];
-      if (e.opcode != MC_TE_READ && e.opcode != MC_TE_WRITE) return -1;
-      reqs.push_back({static_cast<mc::TransferRequest::OpCode>(e.opcode), e.source, e.target_id,
-                      e.target_offset, e.length});
-    }
+    if (!to_requests(entries, count, &reqs)) return -1;
     return engine->engine.submitTransferWithNotify(batch_id, reqs, desc);
   });
 }
