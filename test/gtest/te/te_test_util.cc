@@ -271,6 +271,16 @@ std::vector<TransferStatus> run_batch(TransferEngine& engine,
   return out;
 }
 
+std::unique_ptr<TransferEngine> make_p2p_engine(const std::map<std::string, std::string>& env,
+                                                const std::map<std::string, std::string>& extra) {
+  auto vars = env;
+  for (const auto& [k, v] : extra) vars[k] = v;
+  ScopedEnv scoped(vars);
+  auto engine = std::make_unique<TransferEngine>();
+  EXPECT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  return engine;
+}
+
 std::string free_segment_name() {
   auto port = ucs::find_free_tcp_port();
   EXPECT_TRUE(port.ok()) << "no free port for a segment name";

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,6 +85,12 @@ int run_process(const std::vector<std::string>& args,
 /// tool's output, when it fails.
 bool register_file_segment(const std::string& url, const std::string& segment,
                            const std::string& server, const std::vector<std::string>& files);
+
+/// An engine of this process over P2PHANDSHAKE on 127.0.0.1, made with the
+/// knobs of `env`, then `extra` over them, set (a test failure when its
+/// init fails).
+std::unique_ptr<TransferEngine> make_p2p_engine(const std::map<std::string, std::string>& env,
+                                                const std::map<std::string, std::string>& extra = {});
 
 /// "127.0.0.1:<a free port>": a segment name no other test engine has.
 std::string free_segment_name();

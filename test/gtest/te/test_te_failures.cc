@@ -29,12 +29,7 @@ class TeFailures : public testing::TestWithParam<std::string> {
   }
   std::unique_ptr<TransferEngine> make_engine(
       const std::map<std::string, std::string>& extra = {}) {
-    auto vars = env_;
-    for (const auto& [k, v] : extra) vars[k] = v;
-    ScopedEnv scoped(vars);
-    auto engine = std::make_unique<TransferEngine>();
-    EXPECT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
-    return engine;
+    return make_p2p_engine(env_, extra);
   }
   std::map<std::string, std::string> env_;
 };

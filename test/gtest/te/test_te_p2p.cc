@@ -30,12 +30,7 @@ class TeP2p : public testing::TestWithParam<std::string> {
   // The engine of this process, after the environment is set.
   std::unique_ptr<TransferEngine> make_engine(
       const std::map<std::string, std::string>& extra = {}) {
-    auto vars = env_;
-    for (const auto& [k, v] : extra) vars[k] = v;
-    ScopedEnv scoped(vars);
-    auto engine = std::make_unique<TransferEngine>();
-    EXPECT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
-    return engine;
+    return make_p2p_engine(env_, extra);
   }
 
   bool start_target(TargetProcess& t, bool c_api = false) {
