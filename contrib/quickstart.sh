@@ -57,4 +57,4 @@ bench sm memory am_lat 8 100000
 bench tcp lo put_bw 1m 2000 -D zcopy
 bench tcp lo am_lat 8 20000
 echo
-echo "quickstart: done. More: mc_perftest -h, mc_info -h, README.md."
+echo "quickstart: done. More: mc_perftest -h, mc_info -h, README.md and docs/."

@@ -138,7 +138,7 @@ programs_installed() {
 if [ "$unit_only" = no ]; then
   run_check "the programs the tests call, from contrib/install-deps.sh's packages" \
     programs_installed
-  run_check "README configuration reference matches the tables" \
+  run_check "docs/configuration.md reference matches the tables" \
     "$top/contrib/gen-config-doc.sh" --check "$build_dir"
   run_check "make install: headers, libraries, modules, pkg-config, and a program built against them" \
     "$top/test/integration/install_check.sh" "$build_dir"

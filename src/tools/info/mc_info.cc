@@ -39,7 +39,7 @@ void usage(FILE* out) {
       "  -d   components, memory domains, transports and devices with their attributes\n"
       "  -c   configuration: every MC_* variable with its value\n"
       "  -f   configuration with documentation, syntax, default and origin (implies -c)\n"
-      "  -M   configuration reference as Markdown (README)\n"
+      "  -M   configuration reference as Markdown (docs/configuration.md)\n"
       "  -T   topology: NUMA nodes, NICs, GPUs, and the NIC priority matrix\n"
       "  -s   system: host identity used for same-host reachability\n"
       "  -w   UCP worker: resources kept or filtered, and the worker address in hex\n"

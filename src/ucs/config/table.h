@@ -73,7 +73,7 @@ class Table {
   /// syntax, default and origin as '#' comments (mc_info -c / -f).
   void print(std::ostream& os, const void* obj, bool full, const Origins* origins = nullptr) const;
 
-  /// The table's section of the Markdown reference (README generation): its
+  /// The table's section of the Markdown reference (docs/configuration.md): its
   /// name as a heading, `note` (when not empty) as a paragraph under it, and
   /// a row per knob.
   void print_markdown(std::ostream& os, const std::string& note = "") const;
