@@ -65,7 +65,7 @@ ss              iproute2         test/integration/free_port.sh, contrib/bench-co
 iptables        iptables         test/integration/netns_faults.sh, contrib/soak.sh
 uptime          procps           .ci/run
 curl            curl             test/integration/netns_metadata_faults.sh (the HTTP store)
-python3         python3          test/integration/info_check.sh (reads mc_info --json)
+python3         python3          test/integration/info_check.sh (reads mc_info --json), docs_check.sh
 man             man-db           test/integration/man_check.sh (renders the man pages)
 go              golang-go        test/integration/go_check.sh (bindings/go: go vet, go test)
 cargo           cargo            test/integration/rust_check.sh (bindings/rust: cargo build, cargo test)

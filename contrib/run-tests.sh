@@ -140,6 +140,8 @@ if [ "$unit_only" = no ]; then
     programs_installed
   run_check "docs/configuration.md reference matches the tables" \
     "$top/contrib/gen-config-doc.sh" --check "$build_dir"
+  run_check "docs: README's and docs/ links resolve, every page linked, docs/architecture.md's paths exist, nothing refers outside the tree" \
+    "$top/test/integration/docs_check.sh" "$top"
   run_check "make install: headers, libraries, modules, pkg-config, and a program built against them" \
     "$top/test/integration/install_check.sh" "$build_dir"
   run_check "man pages: made from --help, rendered, every option on them; --version" \
