@@ -61,9 +61,10 @@ class Endpoint {
   /// range outside its remote-accessible registrations) end the request.
   Result<std::shared_ptr<Request>> put_nbx(const void* buffer, size_t length, uint64_t remote_addr,
                                            const Rkey& rkey, const RequestParams& params = {}) {
-    // In line: a short put done at once builds its result (the worker's
-    // completed request) in the caller's frame.
-    if (length - 1 < short_put_.max && put_short_now(buffer, length, remote_addr, rkey, params)) {
+    // In line: a put the first range's entry completes in the call builds
+    // its result (the worker's completed request) in the caller's frame.
+    if (length - 1 < first_put_.entry.max &&
+        put_first_now(buffer, length, remote_addr, rkey, params)) {
       return std::shared_ptr<Request>(std::shared_ptr<Request>(), done_);
     }
     return rma(proto::Op::Put, const_cast<void*>(buffer), length, remote_addr, rkey, params);
@@ -123,22 +124,41 @@ class Endpoint {
   Result<std::shared_ptr<Request>> rma(proto::Op op, void* buffer, size_t length,
                                        uint64_t remote_addr, const Rkey& rkey,
                                        const RequestParams& params);
-  /// The put that the host tables (registered or not) send as one
-  /// put_short on one lane up to `max` bytes: the endpoint's short-put fast
-  /// path, set when it connects (max 0: none). Its lane's state and the
-  /// rkey's key for it are read at each put.
-  struct ShortPut {
-    size_t max = 0;
-    size_t lane = 0;
+  /// The immediate entry of the first range of the host put tables, when
+  /// both (registered buffer or not) agree on it and a put there completes
+  /// in the call (short, bcopy); entry.max 0: none. Set by build_entries().
+  struct FirstPut {
+    proto::ProtoKind kind = proto::ProtoKind::Short;
+    proto::RmaEntry entry;
   };
-  static ShortPut short_put_of(const proto::EpProtocols& protocols,
-                               const std::vector<proto::LaneRuntime>& runtime);
-  /// A host-memory put of 1..short_put_.max bytes without a rail
-  /// preference, sent at once by put_short: true once sent, counted and its
-  /// callback run (its request is the worker's completed one, done_);
-  /// false when it was not sent (rma() then takes it, checks and all).
-  bool put_short_now(const void* buffer, size_t length, uint64_t remote_addr, const Rkey& rkey,
+  /// The immediate entry of every range of the put and get tables
+  /// (entries_[put 0, get 1][memory type][registered]), and first_put_:
+  /// once, when the endpoint connects.
+  void build_entries();
+  /// A host-memory put of 1..first_put_.entry.max bytes without a rail
+  /// preference, done in the call by first_put_'s entry: true once done,
+  /// counted and its callback run (its request is the worker's completed
+  /// one, done_); false when it was not (rma() then takes it, checks and
+  /// all).
+  bool put_first_now(const void* buffer, size_t length, uint64_t remote_addr, const Rkey& rkey,
                      const RequestParams& params);
+  /// Posts [buffer, +length) as the one slice `entry` (of a `kind` range)
+  /// moves, with the call proto::slice_call() picks on its lane: Ok when
+  /// the transport did it in the call, InProgress when posted on `slot`'s
+  /// completion (zero-copy, a bcopy get; never without a slot); anything
+  /// else when nothing was done (too long for the entry, the lane down, no
+  /// key for it, a buffer the lane would have to register, NoResource).
+  Status post_now(proto::Op op, proto::ProtoKind kind, const proto::RmaEntry& entry, void* buffer,
+                  size_t length, uint64_t remote_addr, const Rkey& rkey, const MemHandle* memh,
+                  proto::PostedSliceOp::Slot* slot);
+  /// A put or get that the range's immediate entry moves: the worker's
+  /// completed request when done in the call, a request around the posted
+  /// operation (proto::PostedSliceOp) when it is in progress, null when
+  /// nothing was done (the general path then takes it).
+  std::shared_ptr<Request> rma_now(proto::Op op, const proto::ProtoRange& range,
+                                   const proto::RmaEntry& entry, void* buffer, size_t length,
+                                   uint64_t remote_addr, const Rkey& rkey,
+                                   const RequestParams& params);
   /// The general path of rma(): an RmaOp moving [buffer, +length) by
   /// `range`, submitted to the worker. Out of line, so that rma()'s own
   /// frame stays small for the operations done at once.
@@ -165,34 +185,11 @@ class Endpoint {
   proto::StagingNetwork staging_network(proto::Op op, const Rkey& rkey,
                                         const MemHandle* bounce_memh,
                                         std::shared_ptr<RailPreference> rails);
-  /// A put that one UCT call on its first lane completes at once (short or
-  /// bcopy, one slice, no device preference): its completed request, or
-  /// null when it was not done (the general path then takes it).
-  std::shared_ptr<Request> put_at_once(const proto::ProtoRange& range, const void* buffer,
-                                       size_t length, uint64_t remote_addr, const Rkey& rkey,
-                                       const RequestParams& params);
-  /// Counts a put completed in the call on `lr`: its bytes, and a local
-  /// completion for flush to confirm.
-  static void count_put(const proto::LaneRuntime& lr, size_t length) {
-    lr.local_completions = true;
-    lr.rma_bytes += length;
-  }
   /// An active message of a short range sent at once by am_short, as the
   /// general path would send it: the worker's completed request; null when
   /// it was not sent (the general path then takes it).
-  std::shared_ptr<Request> am_at_once(uint16_t id, const proto::ProtoRange& range,
-                                      const void* buffer, size_t length,
-                                      const RequestParams& params);
-  /// A get (bcopy or zero-copy) or a zero-copy put that the general path
-  /// would move as one slice on the range's first lane, posted there at
-  /// once: the worker's completed request when the transport did it in the
-  /// call; a request around the posted operation (proto::PostedSliceOp)
-  /// when it answered InProgress; null when nothing was done (NoResource,
-  /// an error, a lane down, a buffer the lane would have to register, more
-  /// than one slice): the general path then takes it.
-  std::shared_ptr<Request> rma_at_once(proto::Op op, const proto::ProtoRange& range, void* buffer,
-                                       size_t length, uint64_t remote_addr, const Rkey& rkey,
-                                       const RequestParams& params);
+  std::shared_ptr<Request> am_now(uint16_t id, const proto::ProtoRange& range, const void* buffer,
+                                  size_t length, const RequestParams& params);
   /// The lanes of an operation: the first `carrying` take its slices, the
   /// others stand by for a slice whose lane fails; `rank` per lane (empty:
   /// all equal).
@@ -244,7 +241,9 @@ class Endpoint {
   wireup::WorkerAddress peer_;
   wireup::LaneSelection selection_;
   std::shared_ptr<const proto::EpProtocols> protocols_;
-  ShortPut short_put_;
+  FirstPut first_put_;
+  /// Per range of each table (build_entries()).
+  std::vector<proto::RmaEntry> entries_[2][proto::kProtoMemTypes][2];
   proto::AmOrder am_order_;  ///< its active messages waiting for room, oldest first
   Request* done_;            ///< the worker's completed request (Worker::completed_request)
   std::vector<std::unique_ptr<uct::Endpoint>> uct_eps_;  ///< per lane

@@ -270,8 +270,9 @@ class Worker {
   /// Completed with Ok and immutable: every operation that completes in the
   /// call that started it returns this one (completed_request()).
   std::unique_ptr<Request> done_;
-  /// The completion the next at-once put or get hands its transport
-  /// (Endpoint::rma_at_once); null after one went InProgress with it.
+  /// The completion the next put or get posted by a range's immediate entry
+  /// hands its transport (Endpoint::rma_now); null after one went
+  /// InProgress with it.
   std::unique_ptr<proto::PostedSliceOp::Slot> slot_spare_;
   std::vector<Endpoint*> eps_;
   std::vector<Endpoint*> reconnecting_;  ///< endpoints with a failed lane to connect again

@@ -47,7 +47,7 @@ Status Endpoint::connect() {
   }
   counted_ = true;
   protocols_ = worker_->protocols_for(selection_);
-  short_put_ = short_put_of(*protocols_, runtime_);
+  build_entries();
   std::string what;
   if (missing_lanes(&what)) {
     MC_LOG(error) << "ucp: cannot connect to worker " << std::hex << peer_.uuid << std::dec

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Endpoint operations: put, get, active messages, flush, close. Each looks up
-// its protocol, plans its slices and hands a RequestOp to the worker; a put
-// or get of one slice is first posted at once, without an op or a plan.
+// its protocol and takes the range's immediate entry (one slice posted on
+// its lane, proto/rma_proto.h) or plans its slices and hands a RequestOp to
+// the worker.
 #include <algorithm>
 #include <cstring>
 
@@ -10,6 +11,7 @@
 #include "ucp/proto/am_op.h"
 #include "ucp/proto/flush_op.h"
 #include "ucp/proto/rma_op.h"
+#include "ucp/proto/rma_proto.h"
 #include "ucp/proto/staging_op.h"
 #include "ucs/log/log.h"
 
@@ -18,66 +20,6 @@ namespace mc::ucp {
 namespace {
 
 using proto::ProtoKind;
-
-// The largest slice of a copy (bcopy) or zero-copy kind one lane takes,
-// falling back to the other mode; 0: neither.
-size_t lane_limit(proto::Op op, ProtoKind kind, const proto::LaneRuntime& lane) {
-  const bool put = op == proto::Op::Put;
-  const uct::IfaceAttr& a = lane.attr;
-  const uct::OpLimits& lim = put ? a.put : a.get;
-  const bool bcopy = a.cap & (put ? uct::kCapPutBcopy : uct::kCapGetBcopy);
-  const bool zcopy = a.cap & (put ? uct::kCapPutZcopy : uct::kCapGetZcopy);
-  if (kind == ProtoKind::Bcopy) return bcopy ? lim.max_bcopy : (zcopy ? lim.max_zcopy : 0);
-  return zcopy ? lim.max_zcopy : (bcopy ? lim.max_bcopy : 0);
-}
-
-// Fragment size of a single-lane kind: the smallest limit among the lanes
-// that may carry the op (a re-issued fragment must fit where it goes).
-size_t rma_fragment(proto::Op op, ProtoKind kind, const std::vector<proto::LaneRuntime>& rt,
-                    const std::vector<size_t>& lanes, size_t length) {
-  if (kind == ProtoKind::Short) return std::max<size_t>(length, 1);
-  size_t frag = SIZE_MAX;
-  for (size_t lane : lanes) {
-    const size_t limit = lane_limit(op, kind, rt[lane]);
-    if (limit > 0) frag = std::min(frag, limit);
-  }
-  return frag == SIZE_MAX ? std::max<size_t>(length, 1) : frag;
-}
-
-// Whether the general path would move `length` bytes of `kind` as one
-// slice: they fit rma_fragment() over the range's lanes and over every rail
-// a re-issued slice could go to.
-bool one_slice(proto::Op op, ProtoKind kind, const std::vector<proto::LaneRuntime>& rt,
-               const proto::ProtoRange& range, const std::vector<size_t>& rails, size_t length) {
-  return length <= rma_fragment(op, kind, rt, range.lanes, length) &&
-         length <= rma_fragment(op, kind, rt, rails, length);
-}
-
-// The range's first lane when it is up and `rkey` reaches it (its key
-// there in *urkey); null otherwise.
-const proto::LaneRuntime* first_lane(const std::vector<proto::LaneRuntime>& rt,
-                                     const proto::ProtoRange& range, const Rkey& rkey,
-                                     const uct::Rkey** urkey) {
-  const size_t lane = range.lanes[0];
-  *urkey = rkey.for_lane(lane);
-  return is_error(rt[lane].status) || !*urkey ? nullptr : &rt[lane];
-}
-
-// The mode RmaOp::issue_on picks for a single slice of `length` bytes on
-// `lane` (a copy kind is Short or Bcopy): Bcopy, Zcopy, or Short when it
-// fits neither.
-ProtoKind slice_mode(proto::Op op, bool copy_kind, const proto::LaneRuntime& lane, size_t length) {
-  const bool put = op == proto::Op::Put;
-  const uct::OpLimits& lim = put ? lane.attr.put : lane.attr.get;
-  const uint64_t cap = lane.attr.cap;
-  const bool bcopy =
-      (cap & (put ? uct::kCapPutBcopy : uct::kCapGetBcopy)) && length <= lim.max_bcopy;
-  const bool zcopy =
-      (cap & (put ? uct::kCapPutZcopy : uct::kCapGetZcopy)) && length <= lim.max_zcopy;
-  if (copy_kind && bcopy) return ProtoKind::Bcopy;
-  if (zcopy) return ProtoKind::Zcopy;
-  return bcopy ? ProtoKind::Bcopy : ProtoKind::Short;
-}
 
 // `dev` is `name` or one of its ports ("mlx5_0:1" for "mlx5_0").
 bool device_matches(const std::string& dev, const std::vector<std::string>& names) {
@@ -210,18 +152,21 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
   if (rkey.mem_type() != uct::MemType::Host && !rkey.any_lane()) {
     return rma_remote_staged(op, mem, buffer, length, remote_addr, params);
   }
-  const proto::ProtoRange* range = protocols_->table(op, registered, mem).lookup(length);
+  const proto::ProtoTable& table = protocols_->table(op, registered, mem);
+  const proto::ProtoRange* range = table.lookup(length);
   if (!range) {
     const proto::Staging* staging = protocols_->staging(op, mem);
     if (staging) return rma_staged(op, *staging, buffer, length, remote_addr, rkey, params);
     return no_protocol(op, mem);
   }
   if (!params.rails || params.rails->empty()) {
-    std::shared_ptr<Request> r =
-        op == proto::Op::Put ? put_at_once(*range, buffer, length, remote_addr, rkey, params)
-                             : nullptr;
-    if (!r) r = rma_at_once(op, *range, buffer, length, remote_addr, rkey, params);
-    if (r) return r;
+    const proto::RmaEntry& entry =
+        entries_[op == proto::Op::Put ? 0 : 1][static_cast<size_t>(mem)][registered ? 1 : 0]
+                [static_cast<size_t>(range - table.ranges().data())];
+    if (std::shared_ptr<Request> r =
+            rma_now(op, *range, entry, buffer, length, remote_addr, rkey, params)) {
+      return r;
+    }
   }
   return rma_submit(op, *range, buffer, length, remote_addr, rkey, params);
 }
@@ -252,7 +197,7 @@ proto::RmaParams Endpoint::rma_params(proto::Op op, const proto::ProtoRange& ran
                                  std::move(plan.rank)};
   if (range.kind == ProtoKind::MultiZcopy) {
     const size_t slice =
-        std::min(cfg.slice_size, rma_fragment(op, p.kind, runtime_, p.lanes, length));
+        std::min(cfg.slice_size, proto::rma_fragment(op, p.kind, runtime_, p.lanes, length));
     p.slices = proto::cut_slices(length, slice, cfg.fragment_ratio);
     std::vector<double> bw;  // the carrying lanes share the slices
     for (size_t i = 0; i < plan.carrying; ++i) {
@@ -260,8 +205,8 @@ proto::RmaParams Endpoint::rma_params(proto::Op op, const proto::ProtoRange& ran
     }
     proto::assign_lanes(&p.slices, bw);
   } else {
-    p.slices =
-        proto::cut_slices(length, rma_fragment(op, p.kind, runtime_, p.lanes, length), SIZE_MAX);
+    p.slices = proto::cut_slices(length, proto::rma_fragment(op, p.kind, runtime_, p.lanes, length),
+                                 SIZE_MAX);
   }
   return p;
 }
@@ -280,99 +225,42 @@ Result<std::shared_ptr<Request>> Endpoint::rma_staged(proto::Op op, const proto:
   return worker_->submit(std::make_unique<proto::StagingOp>(std::move(p)), params, this);
 }
 
-// What RmaOp::issue_on does with a single short or bcopy slice on the
-// first lane, without an op, an executor or a slice plan. Anything else
-// (NoResource, an error, a lane down, a size the lanes would cut) is left
-// to the general path, which posts, retries and moves slices as always:
-// nothing was done here then.
-std::shared_ptr<Request> Endpoint::put_at_once(const proto::ProtoRange& range, const void* buffer,
-                                               size_t length, uint64_t remote_addr,
-                                               const Rkey& rkey, const RequestParams& params) {
-  if ((range.kind != ProtoKind::Short && range.kind != ProtoKind::Bcopy) || range.lanes.empty() ||
-      length == 0) {
-    return nullptr;
+// In line in both callers: put_first_now's constants (a put, no
+// registration, no slot) leave only the short or bcopy call.
+__attribute__((always_inline)) inline Status Endpoint::post_now(
+    proto::Op op, proto::ProtoKind kind, const proto::RmaEntry& entry, void* buffer, size_t length,
+    uint64_t remote_addr, const Rkey& rkey, const MemHandle* memh,
+    proto::PostedSliceOp::Slot* slot) {
+  if (length == 0 || length > entry.max) return Status::Unsupported;
+  const proto::LaneRuntime& lr = runtime_[entry.lane];
+  const uct::Rkey* urkey = rkey.for_lane(entry.lane);
+  if (is_error(lr.status) || !urkey) return Status::Unsupported;
+  const proto::SliceCall call = proto::slice_call(op, kind, lr.attr, length);
+  const uct::MemHandle* umemh = nullptr;
+  if (call == proto::SliceCall::Zcopy) {
+    // Zero-copy from the caller's registration only; one the lane would
+    // have to make (and keep until the end) is the general path's.
+    if (memh && memh->contains(buffer, length)) umemh = memh->uct_memh(lr.md_index);
+    if (!umemh) return Status::Unsupported;
   }
-  const uct::Rkey* urkey = nullptr;
-  const proto::LaneRuntime* lane = first_lane(runtime_, range, rkey, &urkey);
-  if (!lane) return nullptr;
-  const proto::LaneRuntime& lr = *lane;
-  const uct::OpLimits& lim = lr.attr.put;
-  const uint64_t cap = lr.attr.cap;
-  Status s = Status::Unsupported;
-  if (range.kind == ProtoKind::Short && (cap & uct::kCapPutShort) && length <= lim.max_short) {
-    s = lr.ep->put_short(buffer, length, remote_addr, *urkey);
-  } else if (cap & uct::kCapPutBcopy) {
-    // The general path cuts bcopy at the smallest limit of the lanes that
-    // may carry it: one slice only when the message fits every one.
-    if (range.kind == ProtoKind::Bcopy &&
-        !one_slice(proto::Op::Put, range.kind, runtime_, range, selection_.rma_bw_lanes, length)) {
-      return nullptr;
-    }
-    if (length > lim.max_bcopy) return nullptr;
-    struct Arg {
-      const void* src;
-      size_t length;
-    } arg{buffer, length};
-    const auto pack = [](void* dest, void* a) -> size_t {
-      const Arg* p = static_cast<const Arg*>(a);
-      std::memcpy(dest, p->src, p->length);
-      return p->length;
-    };
-    Result<size_t> r = lr.ep->put_bcopy(pack, &arg, remote_addr, *urkey);
-    s = !r.ok() ? r.status() : (*r == length ? Status::Ok : Status::IoError);
-  }
-  if (s != Status::Ok) return nullptr;
-  count_put(lr, length);
-  return worker_->completed_request(params);
+  const bool completes_later =
+      call == proto::SliceCall::Zcopy || (call == proto::SliceCall::Bcopy && op == proto::Op::Get);
+  if (call == proto::SliceCall::None || (completes_later && !slot)) return Status::Unsupported;
+  if (completes_later) slot->reset();
+  return proto::post_slice(op, call, lr, buffer, length, remote_addr, *urkey, umemh,
+                           completes_later ? &slot->comp : nullptr);
 }
 
-std::shared_ptr<Request> Endpoint::rma_at_once(proto::Op op, const proto::ProtoRange& range,
-                                               void* buffer, size_t length, uint64_t remote_addr,
-                                               const Rkey& rkey, const RequestParams& params) {
-  const bool put = op == proto::Op::Put;
-  const bool copy_kind = range.kind == ProtoKind::Short || range.kind == ProtoKind::Bcopy;
-  // Copy-kind puts are put_at_once's (no completion to hand over).
-  if ((!copy_kind && range.kind != ProtoKind::Zcopy) || (put && copy_kind) || range.lanes.empty() ||
-      length == 0) {
-    return nullptr;
-  }
-  const uct::Rkey* urkey = nullptr;
-  const proto::LaneRuntime* lane = first_lane(runtime_, range, rkey, &urkey);
-  if (!lane || !one_slice(op, range.kind, runtime_, range, selection_.rma_bw_lanes, length)) {
-    return nullptr;
-  }
-  const proto::LaneRuntime& lr = *lane;
-  const ProtoKind mode = slice_mode(op, copy_kind, lr, length);
-  if (mode == ProtoKind::Short || (mode == ProtoKind::Bcopy && put)) return nullptr;
-  const bool bcopy = mode == ProtoKind::Bcopy;
-  // Zero-copy from the caller's registration only; one the lane would have
-  // to make (and keep until the end) is the general path's (LocalRegs).
-  const uct::MemHandle* memh = nullptr;
-  if (!bcopy) {
-    if (params.memh && params.memh->contains(buffer, length)) {
-      memh = params.memh->uct_memh(lr.md_index);
-    }
-    if (!memh) return nullptr;
-  }
+std::shared_ptr<Request> Endpoint::rma_now(proto::Op op, const proto::ProtoRange& range,
+                                           const proto::RmaEntry& entry, void* buffer,
+                                           size_t length, uint64_t remote_addr, const Rkey& rkey,
+                                           const RequestParams& params) {
   std::unique_ptr<proto::PostedSliceOp::Slot>& slot = worker_->slot_spare_;
   if (!slot) slot = proto::PostedSliceOp::make_slot();
-  slot->reset();
-  Status s;
-  if (bcopy) {
-    const auto unpack = [](void* dest, const void* data, size_t n) { std::memcpy(dest, data, n); };
-    s = lr.ep->get_bcopy(unpack, buffer, length, remote_addr, *urkey, &slot->comp);
-  } else {
-    const uct::Iov iov{buffer, length, memh};
-    s = put ? lr.ep->put_zcopy(&iov, 1, remote_addr, *urkey, &slot->comp)
-            : lr.ep->get_zcopy(&iov, 1, remote_addr, *urkey, &slot->comp);
-  }
-  if (s == Status::Ok) {
-    if (put) lr.local_completions = true;
-    lr.rma_bytes += length;
-    return worker_->completed_request(params);
-  }
+  const Status s =
+      post_now(op, range.kind, entry, buffer, length, remote_addr, rkey, params.memh, slot.get());
+  if (s == Status::Ok) return worker_->completed_request(params);
   if (s != Status::InProgress) return nullptr;  // nothing was done
-  lr.rma_bytes += length;
   // Should it fail, the general op redoes the whole put or get (a single
   // slice) on the lanes as they are by then. `range` lives in protocols_,
   // `rkey` as long as the request (the caller's contract).
@@ -384,29 +272,38 @@ std::shared_ptr<Request> Endpoint::rma_at_once(proto::Op op, const proto::ProtoR
                          this);
 }
 
-Endpoint::ShortPut Endpoint::short_put_of(const proto::EpProtocols& protocols,
-                                          const std::vector<proto::LaneRuntime>& runtime) {
-  ShortPut sp;
-  for (bool registered : {false, true}) {
-    const std::vector<proto::ProtoRange>& ranges =
-        protocols.table(proto::Op::Put, registered, uct::MemType::Host).ranges();
-    if (ranges.empty() || ranges[0].kind != ProtoKind::Short || ranges[0].lanes.empty() ||
-        ranges[0].min > 1) {
-      return {};
+void Endpoint::build_entries() {
+  for (proto::Op op : {proto::Op::Put, proto::Op::Get}) {
+    for (size_t m = 0; m < proto::kProtoMemTypes; ++m) {
+      for (bool registered : {false, true}) {
+        entries_[op == proto::Op::Put ? 0 : 1][m][registered ? 1 : 0] =
+            proto::rma_entries(protocols_->table(op, registered, static_cast<uct::MemType>(m)),
+                               runtime_, selection_.rma_bw_lanes);
+      }
     }
-    const size_t lane = ranges[0].lanes[0];
-    const proto::LaneRuntime& lr = runtime[lane];
-    if (!(lr.attr.cap & uct::kCapPutShort) || (registered && lane != sp.lane)) return {};
-    const size_t max = std::min(ranges[0].max, lr.attr.put.max_short);
-    sp.max = registered ? std::min(sp.max, max) : max;
-    sp.lane = lane;
   }
-  return sp;
+  // put_nbx's entry in line: the first range of both host put tables when
+  // they agree on it (a message there goes the same way registered or not)
+  // and it completes in the call (short, bcopy).
+  first_put_ = {};
+  const std::vector<proto::RmaEntry>& unreg = entries_[0][0][0];
+  const std::vector<proto::RmaEntry>& reg = entries_[0][0][1];
+  const proto::ProtoTable& t = protocols_->table(proto::Op::Put, false);
+  const proto::ProtoTable& rt = protocols_->table(proto::Op::Put, true);
+  const proto::ProtoKind kind = unreg.empty() ? proto::ProtoKind::Zcopy : t.ranges()[0].kind;
+  if ((kind != proto::ProtoKind::Short && kind != proto::ProtoKind::Bcopy) || reg.empty() ||
+      rt.ranges()[0].kind != kind || unreg[0].lane != reg[0].lane || t.ranges()[0].min > 1 ||
+      rt.ranges()[0].min > 1) {
+    return;
+  }
+  first_put_.kind = kind;
+  first_put_.entry = {unreg[0].lane,
+                      std::min({unreg[0].max, reg[0].max, t.ranges()[0].max, rt.ranges()[0].max})};
 }
 
-// rma()'s checks for what short_put_ covers, and put_at_once's short case,
-// without the table lookup: the same lane and call that path would take.
-bool Endpoint::put_short_now(const void* buffer, size_t length, uint64_t remote_addr,
+// rma()'s checks for what first_put_ covers, without the table lookup,
+// then its immediate entry.
+bool Endpoint::put_first_now(const void* buffer, size_t length, uint64_t remote_addr,
                              const Rkey& rkey, const RequestParams& params) {
   if (params.mem_type != uct::MemType::Host || (params.rails && !params.rails->empty())) {
     return false;
@@ -416,13 +313,11 @@ bool Endpoint::put_short_now(const void* buffer, size_t length, uint64_t remote_
       rkey.mem_type() != uct::MemType::Host) {
     return false;
   }
-  const proto::LaneRuntime& lr = runtime_[short_put_.lane];
-  const uct::Rkey* urkey = rkey.for_lane(short_put_.lane);
-  if (is_error(lr.status) || !urkey ||
-      lr.ep->put_short(buffer, length, remote_addr, *urkey) != Status::Ok) {
+  // No slot: only what completes in the call (short, bcopy) is done here.
+  if (post_now(proto::Op::Put, first_put_.kind, first_put_.entry, const_cast<void*>(buffer), length,
+               remote_addr, rkey, nullptr, nullptr) != Status::Ok) {
     return false;
   }
-  count_put(lr, length);
   if (params.callback) params.callback(Status::Ok);
   return true;
 }
@@ -441,7 +336,7 @@ Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* 
   const proto::ProtoRange* range =
       protocols_->table(proto::Op::Am, registered, params.mem_type).lookup(length);
   if (!range) return no_protocol(proto::Op::Am, params.mem_type);
-  if (std::shared_ptr<Request> r = am_at_once(id, *range, buffer, length, params)) return r;
+  if (std::shared_ptr<Request> r = am_now(id, *range, buffer, length, params)) return r;
   proto::ProtoRange eager;
   if (range->kind == ProtoKind::Rndv) {
     Result<std::shared_ptr<Request>> r =
@@ -507,9 +402,9 @@ Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* 
 // Only while no earlier message of the endpoint waits for room (am_order_),
 // so that it cannot pass one; anything else (NoResource, an error, a lane
 // down) is left to the general path, nothing having been sent.
-std::shared_ptr<Request> Endpoint::am_at_once(uint16_t id, const proto::ProtoRange& range,
-                                              const void* buffer, size_t length,
-                                              const RequestParams& params) {
+std::shared_ptr<Request> Endpoint::am_now(uint16_t id, const proto::ProtoRange& range,
+                                          const void* buffer, size_t length,
+                                          const RequestParams& params) {
   if (range.kind != ProtoKind::Short || range.lanes.empty() || !am_order_.empty()) {
     return nullptr;
   }

@@ -2,8 +2,6 @@
 // RmaOp: put and get slices.
 #include "ucp/proto/rma_op.h"
 
-#include <cstring>
-
 namespace mc::ucp::proto {
 
 using ucs::Result;
@@ -23,81 +21,17 @@ Status RmaOp::lane_status(size_t lane) const {
   return Status::Ok;
 }
 
-namespace {
-
-struct PackArg {
-  const uint8_t* src;
-  size_t length;
-};
-
-size_t pack_slice(void* dest, void* arg) {
-  auto* a = static_cast<PackArg*>(arg);
-  if (a->length) std::memcpy(dest, a->src, a->length);
-  return a->length;
-}
-
-// The destination pointer travels as the argument: it stays valid for the
-// whole request.
-void unpack_slice(void* arg, const void* data, size_t length) {
-  if (length) std::memcpy(arg, data, length);
-}
-
-}  // namespace
-
 Status RmaOp::issue(size_t lane, const Slice& s, uct::Completion* comp) {
-  const Status st = issue_on(lane, s, comp);
-  const LaneRuntime& lr = (*ep_lanes_)[params_.lanes[lane]];
-  if (st == Status::Ok && params_.op == Op::Put) lr.local_completions = true;
-  if (st == Status::Ok || st == Status::InProgress) lr.rma_bytes += s.length;
-  return st;
-}
-
-Status RmaOp::issue_on(size_t lane, const Slice& s, uct::Completion* comp) {
   const size_t ep_lane = params_.lanes[lane];
   const LaneRuntime& lr = (*ep_lanes_)[ep_lane];
-  const uct::Rkey& rkey = *params_.rkey->for_lane(ep_lane);
-  const bool put = params_.op == Op::Put;
-  const uct::OpLimits& lim = put ? lr.attr.put : lr.attr.get;
-  const uint64_t cap = lr.attr.cap;
-  const bool has_bcopy = cap & (put ? uct::kCapPutBcopy : uct::kCapGetBcopy);
-  const bool has_zcopy = cap & (put ? uct::kCapPutZcopy : uct::kCapGetZcopy);
-  const bool copy_kind = params_.kind == ProtoKind::Short || params_.kind == ProtoKind::Bcopy;
-  if (put && params_.kind == ProtoKind::Short && (cap & uct::kCapPutShort) &&
-      s.length <= lim.max_short) {
-    return lr.ep->put_short(static_cast<uint8_t*>(params_.buffer) + s.offset, s.length,
-                            params_.remote_addr + s.offset, rkey);
+  const SliceCall call = slice_call(params_.op, params_.kind, lr.attr, s.length);
+  const uct::MemHandle* memh = nullptr;
+  if (call == SliceCall::Zcopy) {
+    MC_ASSIGN_OR_RETURN(memh, regs_.for_lane(ep_lane));
   }
-  if (copy_kind && has_bcopy && s.length <= lim.max_bcopy) {
-    return issue_bcopy(ep_lane, s, rkey, comp);
-  }
-  if (has_zcopy && s.length <= lim.max_zcopy && s.length > 0) {
-    return issue_zcopy(ep_lane, s, rkey, comp);
-  }
-  if (has_bcopy && s.length <= lim.max_bcopy) return issue_bcopy(ep_lane, s, rkey, comp);
-  return Status::Unsupported;
-}
-
-Status RmaOp::issue_bcopy(size_t ep_lane, const Slice& s, const uct::Rkey& rkey,
-                          uct::Completion* comp) {
-  const LaneRuntime& lr = (*ep_lanes_)[ep_lane];
-  uint8_t* local = static_cast<uint8_t*>(params_.buffer) + s.offset;
-  const uint64_t raddr = params_.remote_addr + s.offset;
-  if (params_.op == Op::Get)
-    return lr.ep->get_bcopy(unpack_slice, local, s.length, raddr, rkey, comp);
-  PackArg arg{local, s.length};
-  Result<size_t> r = lr.ep->put_bcopy(pack_slice, &arg, raddr, rkey);
-  if (!r.ok()) return r.status();
-  return *r == s.length ? Status::Ok : Status::IoError;
-}
-
-Status RmaOp::issue_zcopy(size_t ep_lane, const Slice& s, const uct::Rkey& rkey,
-                          uct::Completion* comp) {
-  const LaneRuntime& lr = (*ep_lanes_)[ep_lane];
-  MC_ASSIGN_OR_RETURN(const uct::MemHandle* memh, regs_.for_lane(ep_lane));
-  uct::Iov iov{static_cast<uint8_t*>(params_.buffer) + s.offset, s.length, memh};
-  const uint64_t raddr = params_.remote_addr + s.offset;
-  return params_.op == Op::Put ? lr.ep->put_zcopy(&iov, 1, raddr, rkey, comp)
-                               : lr.ep->get_zcopy(&iov, 1, raddr, rkey, comp);
+  return post_slice(params_.op, call, lr, static_cast<uint8_t*>(params_.buffer) + s.offset,
+                    s.length, params_.remote_addr + s.offset, *params_.rkey->for_lane(ep_lane),
+                    memh, comp);
 }
 
 void PostedSliceOp::Slot::reset() {

@@ -10,6 +10,7 @@
 #include "ucp/proto/lane_runtime.h"
 #include "ucp/proto/proto_select.h"
 #include "ucp/proto/request_op.h"
+#include "ucp/proto/rma_proto.h"
 #include "ucp/proto/slice_executor.h"
 
 namespace mc::ucp::proto {
@@ -28,8 +29,9 @@ struct RmaParams {
   ExecutorParams exec;
 };
 
-/// Issues each slice with the kind's UCT call on its lane, falling back to
-/// the other copy mode when a slice does not fit the lane it moved to.
+/// Issues each slice on its lane with the call slice_call() picks there
+/// (the kind's own, or the other mode when the slice does not fit the lane
+/// it moved to).
 class RmaOp : public RequestOp, private SliceIssuer {
  public:
   RmaOp(const std::vector<LaneRuntime>* ep_lanes, RmaParams params);
@@ -43,12 +45,7 @@ class RmaOp : public RequestOp, private SliceIssuer {
 
  private:
   ucs::Status issue(size_t lane, const Slice& slice, uct::Completion* comp) override;
-  ucs::Status issue_on(size_t lane, const Slice& slice, uct::Completion* comp);
   ucs::Status lane_status(size_t lane) const override;
-  ucs::Status issue_zcopy(size_t ep_lane, const Slice& s, const uct::Rkey& rkey,
-                          uct::Completion* comp);
-  ucs::Status issue_bcopy(size_t ep_lane, const Slice& s, const uct::Rkey& rkey,
-                          uct::Completion* comp);
 
   const std::vector<LaneRuntime>* ep_lanes_;
   RmaParams params_;
@@ -57,8 +54,8 @@ class RmaOp : public RequestOp, private SliceIssuer {
   bool orphaned_ = false;
 };
 
-/// A single-slice put or get that its endpoint posted itself (the at-once
-/// path) and that the transport answered with InProgress: it completes
+/// A single-slice put or get that its endpoint posted itself (a range's
+/// immediate entry, rma_proto.h) and that the transport answered with InProgress: it completes
 /// with that one transport operation. Should the operation fail, `retry`
 /// makes the general op (an RmaOp) that takes the whole put or get over
 /// from the start, on the lanes as they are then (another lane, retries):
