@@ -211,20 +211,6 @@ proto::RmaParams Endpoint::rma_params(proto::Op op, const proto::ProtoRange& ran
   return p;
 }
 
-Result<std::shared_ptr<Request>> Endpoint::rma_staged(proto::Op op, const proto::Staging& staging,
-                                                      void* buffer, size_t length,
-                                                      uint64_t remote_addr, const Rkey& rkey,
-                                                      const RequestParams& params) {
-  MC_ASSIGN_OR_RETURN(StagingPath path, worker_->staging_path(staging));
-  proto::StagingParams p = path.params(op, buffer, length, remote_addr, params.memh);
-  // The rails are read now, as the caller's copy may go.
-  std::shared_ptr<RailPreference> rails = params.rails && !params.rails->empty()
-                                              ? std::make_shared<RailPreference>(*params.rails)
-                                              : nullptr;
-  p.network = staging_network(op, rkey, &path.pool->memh(), std::move(rails));
-  return worker_->submit(std::make_unique<proto::StagingOp>(std::move(p)), params, this);
-}
-
 // In line in both callers: put_first_now's constants (a put, no
 // registration, no slot) leave only the short or bcopy call.
 __attribute__((always_inline)) inline Status Endpoint::post_now(

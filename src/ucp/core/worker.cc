@@ -10,9 +10,9 @@
 
 #include "ucp/api/endpoint.h"
 #include "ucp/core/am_reassembly.h"
-#include "ucp/core/remote_staging.h"
+#include "ucp/proto/remote_staging.h"
 #include "ucp/core/request_alloc.h"
-#include "ucp/core/rndv.h"
+#include "ucp/proto/rndv.h"
 #include "ucp/proto/am_wire.h"
 #include "ucp/proto/flush_op.h"
 #include "ucp/proto/request_op.h"

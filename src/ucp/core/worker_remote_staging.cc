@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Remote staging in the worker and the endpoint. The initiator
-// (Endpoint::rma_remote_staged) sends a request naming the target's memory
+// Remote staging in the worker. The initiator
+// (Endpoint::rma_remote_staged, core/endpoint_staging.cc) sends a request naming the target's memory
 // and its own host buffer, and completes with the target's answer; local
 // GPU memory is staged into the initiator's bounce buffers first, each
 // fragment one remote staged op. The target checks the range against its
@@ -10,7 +10,7 @@
 // and a network put into the initiator's buffer, flushed; then answers.
 #include "ucp/api/endpoint.h"
 #include "ucp/api/worker.h"
-#include "ucp/core/remote_staging.h"
+#include "ucp/proto/remote_staging.h"
 #include "ucp/proto/am_wire.h"
 #include "ucp/proto/staging_op.h"
 #include "ucp/proto/staging_pool.h"
@@ -212,53 +212,6 @@ void RemoteStaging::reply(RemoteStagingServe* s, Status status) {
   worker_->submit(std::make_unique<CtrlSendOp>(&ep->runtime_, lane, proto::kAmIdStagingDone,
                                                remote_staging_done_pack(s->req.request_id, status)),
                   RequestParams{}, ep);
-}
-
-proto::StagingNetwork Endpoint::staging_network(proto::Op op, const Rkey& rkey,
-                                                const MemHandle* bounce_memh,
-                                                std::shared_ptr<RailPreference> rails) {
-  // Each fragment goes by the registered host table (the pool is
-  // registered).
-  return
-      [this, op, &rkey, rails, bounce_memh](
-          void* bounce, size_t len, uint64_t raddr) -> Result<std::unique_ptr<proto::RequestOp>> {
-        const proto::ProtoRange* range = protocols_->table(op, true).lookup(len);
-        if (!range) return no_protocol(op, uct::MemType::Host);
-        proto::RmaParams rp =
-            rma_params(op, *range, bounce, len, raddr, rkey, bounce_memh, rails.get());
-        return std::unique_ptr<proto::RequestOp>(new proto::RmaOp(&runtime_, std::move(rp)));
-      };
-}
-
-Result<std::shared_ptr<Request>> Endpoint::rma_remote_staged(proto::Op op, uct::MemType mem,
-                                                             void* buffer, size_t length,
-                                                             uint64_t remote_addr,
-                                                             const RequestParams& params) {
-  RemoteStaging& rs = *worker_->remote_staging_;
-  if (!protocols_->remote_staging()) {
-    MC_LOG(error) << "ucp: cannot " << proto::op_name(op) << " " << length << " bytes of "
-                  << peer_.hostname << "'s memory: no lane reaches it and remote staging needs "
-                  << "an active-message lane";
-    return Status::Unsupported;
-  }
-  if (mem == uct::MemType::Host) {
-    MC_ASSIGN_OR_RETURN(std::unique_ptr<proto::RequestOp> rop,
-                        rs.make_op(*this, op, buffer, length, remote_addr, params.memh));
-    return worker_->submit(std::move(rop), params, this);
-  }
-  // Local GPU memory too: staged here into bounce buffers, each fragment
-  // staged again by the peer.
-  const proto::Staging* staging = protocols_->staging(op, mem);
-  if (!staging) return no_protocol(op, mem);
-  MC_ASSIGN_OR_RETURN(StagingPath path, worker_->staging_path(*staging));
-  proto::StagingParams p = path.params(op, buffer, length, remote_addr, params.memh);
-  const MemHandle* bounce_memh = &path.pool->memh();
-  p.network = [this, &rs, op, bounce_memh](
-                  void* bounce, size_t len,
-                  uint64_t raddr) -> Result<std::unique_ptr<proto::RequestOp>> {
-    return rs.make_op(*this, op, bounce, len, raddr, bounce_memh);
-  };
-  return worker_->submit(std::make_unique<proto::StagingOp>(std::move(p)), params, this);
 }
 
 }  // namespace mc::ucp

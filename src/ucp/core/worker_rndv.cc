@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Rendezvous in the worker: the sender's Endpoint::rndv_send, and the
-// receiver's side: a request to send is queued by the UCT handler and
+// Rendezvous in the worker, the receiver's side (the sender's is
+// Endpoint::rndv_send, core/endpoint_rndv.cc): a request to send is queued by the UCT handler and
 // started from progress() (it may create a reply endpoint, which a UCT
 // handler must not do), its payload is got into a buffer of its own,
 // delivered to the user's handler, and acknowledged to the sender.
@@ -8,45 +8,11 @@
 
 #include "ucp/api/endpoint.h"
 #include "ucp/api/worker.h"
-#include "ucp/core/rndv.h"
+#include "ucp/proto/rndv.h"
 #include "ucp/proto/am_wire.h"
 #include "ucs/log/log.h"
 
 namespace mc::ucp {
-
-Result<std::shared_ptr<Request>> Endpoint::rndv_send(uint16_t id, const void* buffer, size_t length,
-                                                     const RequestParams& params, size_t am_lane) {
-  std::unique_ptr<MemHandle> own;
-  const MemHandle* memh = params.memh;
-  if (!memh || !memh->contains(buffer, length)) {
-    Result<std::unique_ptr<MemHandle>> m =
-        MemHandle::map(worker_->context(), const_cast<void*>(buffer), length);
-    if (!m.ok()) return m.status();
-    own = std::move(*m);
-    memh = own.get();
-  }
-  Result<std::vector<uint8_t>> rkey = memh->rkey_pack();
-  if (!rkey.ok()) return rkey.status();
-  RndvRts rts;
-  rts.am_id = id;
-  rts.sender_uuid = worker_->uuid();
-  rts.rndv_id = worker_->next_rndv_id_++;
-  rts.length = length;
-  rts.remote_addr = reinterpret_cast<uintptr_t>(buffer);
-  rts.address = worker_->address();
-  rts.rkey = std::move(*rkey);
-  std::vector<uint8_t> bytes = rts_pack(rts);
-  const uct::IfaceAttr& a = runtime_[am_lane].attr;
-  if (!(a.cap & uct::kCapAmBcopy) || bytes.size() > a.am.max_bcopy) {
-    MC_LOG(debug) << "ucp: a request to send of " << bytes.size() << " bytes does not fit lane "
-                  << am_lane << ": eager instead";
-    return Status::Unsupported;
-  }
-  auto ctrl = std::make_unique<CtrlSendOp>(&runtime_, am_lane, proto::kAmIdRts, std::move(bytes));
-  auto op = std::make_unique<RndvSendOp>(worker_, rts.rndv_id, std::move(own), std::move(ctrl));
-  worker_->rndv_sends_[rts.rndv_id] = op.get();
-  return worker_->submit(std::move(op), params, this);
-}
 
 void Worker::on_am_rts(const void* data, size_t length) {
   const auto* p = static_cast<const uint8_t*>(data);

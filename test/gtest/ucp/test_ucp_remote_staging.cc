@@ -18,7 +18,7 @@
 #include "common/log_capture.h"
 #include "common/pipe_util.h"
 #include "ucp/api/ucp.h"
-#include "ucp/core/remote_staging.h"
+#include "ucp/proto/remote_staging.h"
 #include "ucp/core/rkey_container.h"
 #include "ucp/fake_gpu.h"
 #include "ucp/proto/am_wire.h"

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "ucp/api/ucp.h"
-#include "ucp/core/rndv.h"
+#include "ucp/proto/rndv.h"
 #include "ucp/proto/am_wire.h"
 #include "uct/base/component_loader.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Rendezvous: codecs, the sender's ops, Endpoint::rndv_send and the
 // receiver's side in the worker (get into place, deliver, acknowledge).
-#include "ucp/core/rndv.h"
+#include "ucp/proto/rndv.h"
 
 #include <cstring>
 

@@ -15,7 +15,7 @@
 #include "ucp/api/mem_handle.h"
 #include "ucp/api/request.h"
 #include "ucp/api/rkey.h"
-#include "ucp/core/rndv.h"
+#include "ucp/proto/rndv.h"
 #include "ucp/proto/lane_runtime.h"
 #include "ucp/proto/proto_select.h"
 #include "ucp/proto/request_op.h"

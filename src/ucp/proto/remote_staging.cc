@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Remote staging: the request and completion codecs (wire in
 // proto/am_wire.h) and the initiator's op.
-#include "ucp/core/remote_staging.h"
+#include "ucp/proto/remote_staging.h"
 
 #include "ucp/api/worker.h"
 #include "ucp/proto/am_wire.h"
