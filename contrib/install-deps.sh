@@ -16,7 +16,7 @@ build_pkgs=(
   build-essential g++ clang make autoconf automake libtool pkg-config
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libgoogle-glog-dev libgflags-dev
-  libjsoncpp-dev libcurl4-openssl-dev libhiredis-dev
+  libcurl4-openssl-dev libhiredis-dev
   libibverbs-dev rdma-core ibverbs-providers librdmacm-dev
   liburing-dev libnuma-dev
   libclang-rt-14-dev help2man

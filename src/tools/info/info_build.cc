@@ -53,11 +53,6 @@ constexpr bool kHaveCurl = true;
 #else
 constexpr bool kHaveCurl = false;
 #endif
-#ifdef HAVE_JSONCPP
-constexpr bool kHaveJsoncpp = true;
-#else
-constexpr bool kHaveJsoncpp = false;
-#endif
 #ifdef HAVE_NUMA
 constexpr bool kHaveNuma = true;
 #else
@@ -81,7 +76,6 @@ const Feature kFeatures[] = {
     {"liburing", kHaveLiburing, "nvmeof transport"},
     {"hiredis", kHaveHiredis, "redis metadata backend"},
     {"curl", kHaveCurl, "http and etcd metadata backends"},
-    {"jsoncpp", kHaveJsoncpp, "etcd metadata backend (with curl)"},
     {"numa", kHaveNuma, "NUMA binding"},
     {"gtest", kHaveGtest, "mc_gtest (make check)"},
     {"benchmark", kHaveBenchmark, "mc_bench (make bench)"},

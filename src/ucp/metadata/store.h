@@ -4,7 +4,7 @@
 //   P2PHANDSHAKE                      no server (the engine's RPC listener serves
 //                                     its own descriptors; see te/)
 //   http://host:port/metadata         GET/PUT/DELETE ?key=  (libcurl; module)
-//   etcd://h1:2379[,h2:2379], h:2379  etcd v3 JSON gateway  (libcurl+jsoncpp; module)
+//   etcd://h1:2379[,h2:2379], h:2379  etcd v3 JSON gateway  (libcurl; module)
 //   redis://[:password@]host:6379[/db]                       (hiredis; module)
 // Backends that bring a third-party library are modules of kind "metadata"
 // (libmc_metadata_<name>.so) exporting a StoreFactory through

@@ -3,7 +3,6 @@
 // every third of its TTL by a thread, re-granted (and its keys put again)
 // when etcd lost it, e.g. after a long outage, as soon as the keep-alive or
 // a leased put finds it gone; revoked by the destructor.
-#include <charconv>
 #include <chrono>
 
 #include "ucp/metadata/etcd/etcd_store.h"
@@ -11,35 +10,21 @@
 
 namespace mc::metadata::etcd {
 
-namespace {
-
-// The gateway writes int64 fields as strings ("7587869425216418827").
-int64_t json_int64(const Json::Value& v) {
-  if (v.isIntegral()) return v.asInt64();
-  if (!v.isString()) return 0;
-  const std::string s = v.asString();
-  int64_t out = 0;
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size() ? out : 0;
-}
-
-}  // namespace
-
 int64_t EtcdStore::lease_id() const {
   std::lock_guard<std::mutex> guard(lease_lock_);
   return lease_id_;
 }
 
 Status EtcdStore::grant(int64_t* id, int64_t* ttl) {
-  Json::Value req;
-  req["TTL"] = Json::Int64(options_.lease_ttl.count());
-  Json::Value response;
+  Value req = Value::object();
+  req.set("TTL", static_cast<int64_t>(options_.lease_ttl.count()));
+  Value response;
   MC_RETURN_IF_ERROR(call("/v3/lease/grant", req, &response));
-  *id = json_int64(response["ID"]);
-  *ttl = json_int64(response["TTL"]);
+  *id = int64_of(member(response, "ID"));
+  *ttl = int64_of(member(response, "TTL"));
   if (*id == 0 || *ttl <= 0) {
     return fail(Status::IoError,
-                conn_ + ": lease grant answered no lease: " + response.toStyledString());
+                conn_ + ": lease grant answered no lease: " + ucs::json::write(response));
   }
   return Status::Ok;
 }
@@ -86,9 +71,9 @@ void EtcdStore::keepalive_once() {
     std::lock_guard<std::mutex> guard(lease_lock_);
     id = lease_id_;
   }
-  Json::Value req;
-  req["ID"] = Json::Int64(id);
-  Json::Value response;
+  Value req = Value::object();
+  req.set("ID", id);
+  Value response;
   if (is_error(call("/v3/lease/keepalive", req, &response, true))) {
     std::lock_guard<std::mutex> guard(lease_lock_);
     if (!keepalive_failing_) {
@@ -104,7 +89,7 @@ void EtcdStore::keepalive_once() {
   }
   // A live lease answers {"result": {"ID": ..., "TTL": "<seconds left>"}};
   // a lost one has no TTL (or 0).
-  if (json_int64(response["result"]["TTL"]) > 0) return;
+  if (int64_of(member(member(response, "result"), "TTL")) > 0) return;
   (void)replace_lease(id);
 }
 

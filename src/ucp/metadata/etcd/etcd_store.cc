@@ -2,6 +2,7 @@
 // etcd requests: endpoint failover within one time bound, JSON in and out.
 #include "ucp/metadata/etcd/etcd_store.h"
 
+#include <charconv>
 #include <chrono>
 
 #include "ucp/metadata/curl_client.h"
@@ -14,17 +15,11 @@ namespace {
 
 constexpr const char* kDefaultPort = "2379";
 
-std::string to_json(const Json::Value& v) {
-  Json::StreamWriterBuilder builder;
-  builder["indentation"] = "";
-  return Json::writeString(builder, v);
-}
-
-bool from_json(const std::string& text, Json::Value* out, std::string* why) {
-  Json::CharReaderBuilder builder;
-  builder["collectComments"] = false;
-  std::unique_ptr<Json::CharReader> reader(builder.newCharReader());
-  return reader->parse(text.data(), text.data() + text.size(), out, why);
+// {"key": <key in base64>}, the start of most requests.
+Value key_request(const std::string& key) {
+  Value req = Value::object();
+  req.set("key", base64_encode(key));
+  return req;
 }
 
 std::string shorten(std::string s) {
@@ -34,6 +29,40 @@ std::string shorten(std::string s) {
 }
 
 }  // namespace
+
+const Value& member(const Value& v, std::string_view key) {
+  static const Value kNull;
+  const Value* m = v.find(key);
+  return m ? *m : kNull;
+}
+
+std::string string_of(const Value& v) {
+  const std::string* s = v.as_string();
+  return s ? *s : std::string();
+}
+
+int64_t int64_of(const Value& v) {
+  if (std::optional<int64_t> i = v.as_int()) return *i;
+  const std::string* s = v.as_string();
+  if (!s) return 0;
+  int64_t out = 0;
+  const auto r = std::from_chars(s->data(), s->data() + s->size(), out);
+  return r.ec == std::errc() && r.ptr == s->data() + s->size() ? out : 0;
+}
+
+bool parse_object(std::string_view text, size_t max_size, Value* out, std::string* why) {
+  ucs::json::Limits limits;
+  limits.max_size = max_size;
+  limits.max_string = max_size;
+  Result<Value> v = ucs::json::parse(text, why, limits);
+  if (!v.ok()) return false;
+  if (!v->is_object()) {
+    *why = std::string("a JSON ") + ucs::json::type_name(v->type()) + ", not an object";
+    return false;
+  }
+  *out = std::move(*v);
+  return true;
+}
 
 Result<std::vector<std::string>> parse_endpoints(const std::string& conn, std::string* error) {
   std::string_view rest = ucs::config::trim(conn);
@@ -59,10 +88,9 @@ Result<std::unique_ptr<EtcdStore>> EtcdStore::open(const std::string& conn,
   MC_ASSIGN_OR_RETURN(std::vector<std::string> endpoints, parse_endpoints(conn, error));
   std::unique_ptr<EtcdStore> store(new EtcdStore(conn, std::move(endpoints), options));
   // A range on an empty key range answers when etcd serves requests.
-  Json::Value probe;
-  probe["key"] = base64_encode(std::string_view("\0", 1));
-  probe["count_only"] = true;
-  Json::Value response;
+  Value probe = key_request(std::string(1, '\0'));
+  probe.set("count_only", true);
+  Value response;
   const Status s = store->call("/v3/kv/range", probe, &response);
   if (is_error(s)) {
     *error = store->last_error();
@@ -83,16 +111,15 @@ EtcdStore::~EtcdStore() {
   for (std::thread& t : watchers_) t.join();
   if (keepalive_.joinable()) keepalive_.join();
   if (lease != 0) {
-    Json::Value req;
-    req["ID"] = Json::Int64(lease);
-    Json::Value response;
+    Value req = Value::object();
+    req.set("ID", lease);
+    Value response;
     (void)call("/v3/lease/revoke", req, &response, true);
   }
 }
 
-Status EtcdStore::call(const std::string& path, const Json::Value& request, Json::Value* response,
-                       bool quiet) {
-  const std::string body = to_json(request);
+Status EtcdStore::call(const std::string& path, const Value& request, Value* response, bool quiet) {
+  const std::string body = ucs::json::write(request);
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   const size_t first = current_.load();
   std::string causes;
@@ -112,7 +139,7 @@ Status EtcdStore::call(const std::string& path, const Json::Value& request, Json
     std::string error;
     // Values travel in base64 (4 bytes per 3) inside JSON.
     HttpRequestOptions bound;
-    bound.max_body = options_.max_value / 3 * 4 + 65536;
+    bound.max_body = max_answer();
     status = curl_request("POST", "http://" + ep + path, &body, "application/json", left,
                           "etcd://" + ep, &reply, &error, bound);
     if (status == Status::MessageTruncated) return quiet ? status : fail(status, error);
@@ -128,14 +155,16 @@ Status EtcdStore::call(const std::string& path, const Json::Value& request, Json
     current_ = index;
     succeeded();
     std::string why;
-    if (!from_json(reply.body, response, &why) || !response->isObject()) {
+    if (!parse_object(reply.body, max_answer(), response, &why)) {
       const std::string text = "etcd://" + ep + path + ": HTTP " + std::to_string(reply.code) +
-                               ", not a JSON object: " + shorten(reply.body);
+                               ", not a JSON object (" + why + "): " + shorten(reply.body);
       return quiet ? Status::IoError : fail(Status::IoError, text);
     }
     if (reply.code != 200) {
       const std::string text = "etcd://" + ep + path + ": HTTP " + std::to_string(reply.code) +
-                               ": " + shorten((*response).get("message", reply.body).asString());
+                               ": " + shorten(member(*response, "message").is_string()
+                                                  ? string_of(member(*response, "message"))
+                                                  : reply.body);
       return quiet ? Status::IoError : fail(Status::IoError, text);
     }
     return Status::Ok;
@@ -147,36 +176,33 @@ Status EtcdStore::call(const std::string& path, const Json::Value& request, Json
 }
 
 Result<std::string> EtcdStore::get(const std::string& key) {
-  Json::Value req;
-  req["key"] = base64_encode(key);
-  Json::Value response;
-  MC_RETURN_IF_ERROR(call("/v3/kv/range", req, &response));
+  Value response;
+  MC_RETURN_IF_ERROR(call("/v3/kv/range", key_request(key), &response));
   return first_value(response, key);
 }
 
-Result<std::string> EtcdStore::first_value(const Json::Value& response, const std::string& key) {
-  const Json::Value& kvs = response["kvs"];
-  if (kvs.isNull() || (kvs.isArray() && kvs.empty())) return Status::NoElem;
-  if (!kvs.isArray() || !kvs[0].isObject()) {
+Result<std::string> EtcdStore::first_value(const Value& response, const std::string& key) {
+  const Value& kvs = member(response, "kvs");
+  if (kvs.is_null() || (kvs.is_array() && kvs.size() == 0)) return Status::NoElem;
+  if (!kvs.is_array() || !kvs.items()[0].is_object()) {
     return fail(Status::IoError, conn_ + ": range of key \"" + key + "\": malformed kvs");
   }
   // The gateway leaves out empty fields: no "value" is the empty value.
-  const Json::Value& value = kvs[0]["value"];
-  if (value.isNull()) return std::string();
+  const Value& value = member(kvs.items()[0], "value");
+  if (value.is_null()) return std::string();
   std::string out, why;
-  if (!value.isString() || !base64_decode(value.asString(), &out, &why)) {
+  if (!value.is_string() || !base64_decode(*value.as_string(), &out, &why)) {
     return fail(Status::IoError, conn_ + ": range of key \"" + key + "\": malformed value: " +
-                                     (value.isString() ? why : "not a string"));
+                                     (value.is_string() ? why : "not a string"));
   }
   return out;
 }
 
 Status EtcdStore::put_raw(const std::string& key, const std::string& value, int64_t lease) {
-  Json::Value req;
-  req["key"] = base64_encode(key);
-  req["value"] = base64_encode(value);
-  if (lease != 0) req["lease"] = Json::Int64(lease);
-  Json::Value response;
+  Value req = key_request(key);
+  req.set("value", base64_encode(value));
+  if (lease != 0) req.set("lease", lease);
+  Value response;
   return call("/v3/kv/put", req, &response);
 }
 
@@ -211,37 +237,37 @@ Status EtcdStore::put(const std::string& key, const std::string& value, bool lea
 Status EtcdStore::txn_if(const std::string& key, const std::optional<std::string>& expected,
                          const std::string* value, int64_t lease,
                          std::optional<std::string>* current) {
-  const std::string k = base64_encode(key);
-  Json::Value compare;
-  compare["key"] = k;
-  compare["result"] = "EQUAL";
+  Value compare = key_request(key);
+  compare.set("result", "EQUAL");
   if (expected) {
-    compare["target"] = "VALUE";
-    compare["value"] = base64_encode(*expected);
+    compare.set("target", "VALUE");
+    compare.set("value", base64_encode(*expected));
   } else {
-    compare["target"] = "CREATE";
-    compare["create_revision"] = "0";
+    compare.set("target", "CREATE");
+    compare.set("create_revision", "0");
   }
-  Json::Value op;
+  Value op = Value::object();
   if (value != nullptr) {
-    op["request_put"]["key"] = k;
-    op["request_put"]["value"] = base64_encode(*value);
-    if (lease != 0) op["request_put"]["lease"] = Json::Int64(lease);
+    Value put = key_request(key);
+    put.set("value", base64_encode(*value));
+    if (lease != 0) put.set("lease", lease);
+    op.set("request_put", std::move(put));
   } else {
-    op["request_delete_range"]["key"] = k;
+    op.set("request_delete_range", key_request(key));
   }
-  Json::Value otherwise;
-  otherwise["request_range"]["key"] = k;
-  Json::Value req;
-  req["compare"].append(compare);
-  req["success"].append(op);
-  req["failure"].append(otherwise);
-  Json::Value response;
+  Value otherwise = Value::object();
+  otherwise.set("request_range", key_request(key));
+  Value req = Value::object();
+  req.set("compare", Value::array()).push_back(std::move(compare));
+  req.set("success", Value::array()).push_back(std::move(op));
+  req.set("failure", Value::array()).push_back(std::move(otherwise));
+  Value response;
   MC_RETURN_IF_ERROR(call("/v3/kv/txn", req, &response));
-  if (response.get("succeeded", false).asBool()) return Status::Ok;
+  if (member(response, "succeeded").as_bool().value_or(false)) return Status::Ok;
   // The gateway leaves out empty fields: no responses is an empty range.
-  Result<std::string> now =
-      first_value(response["responses"][0]["response_range"], key);
+  const Value& responses = member(response, "responses");
+  const Value& first = responses.size() > 0 ? responses.items()[0] : responses;
+  Result<std::string> now = first_value(member(first, "response_range"), key);
   if (!now.ok() && now.status() != Status::NoElem) return now.status();
   if (current) *current = now.ok() ? std::optional<std::string>(*now) : std::nullopt;
   return now.ok() ? Status::Exists : Status::NoElem;
@@ -265,10 +291,8 @@ Status EtcdStore::remove_if(const std::string& key, const std::string& expected)
 }
 
 Status EtcdStore::remove(const std::string& key) {
-  Json::Value req;
-  req["key"] = base64_encode(key);
-  Json::Value response;
-  MC_RETURN_IF_ERROR(call("/v3/kv/deleterange", req, &response));
+  Value response;
+  MC_RETURN_IF_ERROR(call("/v3/kv/deleterange", key_request(key), &response));
   std::lock_guard<std::mutex> guard(lease_lock_);
   leased_.erase(key);
   return Status::Ok;

@@ -8,8 +8,6 @@
 // thread keeps alive while the store lives.
 #pragma once
 
-#include <json/json.h>
-
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -23,8 +21,22 @@
 #include <vector>
 
 #include "ucp/metadata/store_base.h"
+#include "ucs/datastruct/json.h"
 
 namespace mc::metadata::etcd {
+
+using ucs::json::Value;
+
+/// The member `key` of `v`; a null value when absent or `v` is no object.
+const Value& member(const Value& v, std::string_view key);
+/// A string field; "" when absent or not a string.
+std::string string_of(const Value& v);
+/// An int64 field as the gateway writes it: a string of digits
+/// ("7587869425216418827") or a number; 0 when absent or malformed.
+int64_t int64_of(const Value& v);
+/// Parses one gateway message within `max_size` bytes (each string too);
+/// false with `*why` when it is not one JSON object.
+bool parse_object(std::string_view text, size_t max_size, Value* out, std::string* why);
 
 /// "etcd://h1:2379,h2" or "h1:2379,h2:2380" -> {"h1:2379", "h2:2379"} (the
 /// default port is 2379). InvalidParam with `*error` on an empty or bad item.
@@ -62,7 +74,7 @@ class EtcdStore final : public StoreBase {
   // POSTs `request` to `path`, trying each endpoint from the last good one,
   // all within options_.timeout. On failure the error names every endpoint
   // tried and why; it is logged and kept unless `quiet`.
-  Status call(const std::string& path, const Json::Value& request, Json::Value* response,
+  Status call(const std::string& path, const Value& request, Value* response,
               bool quiet = false);
   Status put_raw(const std::string& key, const std::string& value, int64_t lease);
   // A put of `value` at `key` by `write` on the store's lease (when `leased`;
@@ -76,7 +88,10 @@ class EtcdStore final : public StoreBase {
   Status txn_if(const std::string& key, const std::optional<std::string>& expected,
                 const std::string* value, int64_t lease, std::optional<std::string>* current);
   // The value of a range answer's first kv; NoElem when there is none.
-  Result<std::string> first_value(const Json::Value& range, const std::string& key);
+  Result<std::string> first_value(const Value& range, const std::string& key);
+  // The largest gateway answer: a value of options_.max_value in base64,
+  // and room for the rest.
+  size_t max_answer() const { return options_.max_value / 3 * 4 + 65536; }
   // Grants the lease when there is none yet; starts the keep-alive thread.
   Status ensure_lease(int64_t* id);
   Status grant(int64_t* id, int64_t* ttl);

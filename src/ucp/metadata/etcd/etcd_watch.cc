@@ -9,7 +9,6 @@
 // is missed across reconnects (unless etcd compacted it away meanwhile).
 #include <curl/curl.h>
 
-#include <charconv>
 #include <chrono>
 
 #include "ucp/metadata/curl_client.h"
@@ -21,42 +20,31 @@ namespace mc::metadata::etcd {
 
 namespace {
 
-int64_t to_int64(const Json::Value& v) {
-  if (v.isIntegral()) return v.asInt64();
-  if (!v.isString()) return 0;
-  const std::string s = v.asString();
-  int64_t out = 0;
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size() ? out : 0;
-}
-
 struct StreamState {
   const std::string* key;
   const WatchCallback* callback;
   int64_t* revision;
   const std::atomic<bool>* stop;
+  size_t max_message;  ///< bytes of one message (EtcdStore::max_answer)
   std::string buffer;
 };
 
 // One message of the stream: calls back for each event of the key.
 void on_message(StreamState* st, const std::string& line) {
-  Json::CharReaderBuilder builder;
-  std::unique_ptr<Json::CharReader> reader(builder.newCharReader());
-  Json::Value msg;
+  Value msg;
   std::string why;
-  if (!reader->parse(line.data(), line.data() + line.size(), &msg, &why) || !msg.isObject()) {
+  if (!parse_object(line, st->max_message, &msg, &why)) {
     MC_LOG(warn) << "metadata: etcd watch of \"" << *st->key << "\": malformed message: " << why;
     return;
   }
-  const Json::Value& result = msg["result"];
-  for (const Json::Value& ev : result["events"]) {
-    const Json::Value& kv = ev["kv"];
+  for (const Value& ev : member(member(msg, "result"), "events").items()) {
+    const Value& kv = member(ev, "kv");
     std::string key, value;
-    if (!base64_decode(kv["key"].asString(), &key, &why) || key != *st->key) continue;
-    *st->revision = std::max(*st->revision, to_int64(kv["mod_revision"]) + 1);
-    if (ev["type"].asString() == "DELETE") {
+    if (!base64_decode(string_of(member(kv, "key")), &key, &why) || key != *st->key) continue;
+    *st->revision = std::max(*st->revision, int64_of(member(kv, "mod_revision")) + 1);
+    if (string_of(member(ev, "type")) == "DELETE") {
       (*st->callback)(key, std::nullopt);
-    } else if (base64_decode(kv["value"].asString(), &value, &why)) {
+    } else if (base64_decode(string_of(member(kv, "value")), &value, &why)) {
       (*st->callback)(key, value);
     }
   }
@@ -65,6 +53,12 @@ void on_message(StreamState* st, const std::string& line) {
 size_t on_data(char* data, size_t size, size_t n, void* user) {
   auto* st = static_cast<StreamState*>(user);
   st->buffer.append(data, size * n);
+  // A line longer than any message can be is not waited for to its end.
+  if (st->buffer.find('\n') == std::string::npos && st->buffer.size() > st->max_message) {
+    MC_LOG(warn) << "metadata: etcd watch of \"" << *st->key << "\": a message over "
+                 << st->max_message << " bytes; dropping the stream";
+    return 0;
+  }
   size_t start = 0;
   for (size_t nl; (nl = st->buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
     on_message(st, st->buffer.substr(start, nl - start));
@@ -81,12 +75,12 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 
 Status EtcdStore::watch(const std::string& key, WatchCallback callback) {
   // The revision now: events after it are delivered.
-  Json::Value req;
-  req["key"] = base64_encode(key);
-  req["count_only"] = true;
-  Json::Value response;
+  Value req = Value::object();
+  req.set("key", base64_encode(key));
+  req.set("count_only", true);
+  Value response;
   MC_RETURN_IF_ERROR(call("/v3/kv/range", req, &response));
-  const int64_t revision = to_int64(response["header"]["revision"]) + 1;
+  const int64_t revision = int64_of(member(member(response, "header"), "revision")) + 1;
   std::lock_guard<std::mutex> guard(lease_lock_);
   if (stopping_) return Status::Canceled;
   watchers_.emplace_back([this, key, callback = std::move(callback), revision]() mutable {
@@ -108,14 +102,14 @@ void EtcdStore::watch_stream(const std::string& key, const WatchCallback& callba
   curl_init_once();
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) return;
-  Json::Value create;
-  create["create_request"]["key"] = base64_encode(key);
-  create["create_request"]["start_revision"] = Json::Int64(*revision);
-  Json::StreamWriterBuilder wb;
-  wb["indentation"] = "";
-  const std::string body = Json::writeString(wb, create);
+  Value request = Value::object();
+  request.set("key", base64_encode(key));
+  request.set("start_revision", *revision);
+  Value create = Value::object();
+  create.set("create_request", std::move(request));
+  const std::string body = ucs::json::write(create);
   const std::string url = "http://" + endpoints_[current_.load() % endpoints_.size()] + "/v3/watch";
-  StreamState st{&key, &callback, revision, &watch_stop_, {}};
+  StreamState st{&key, &callback, revision, &watch_stop_, max_answer(), {}};
   CURL* h = curl.get();
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
   std::unique_ptr<curl_slist, void (*)(curl_slist*)> guard(headers, curl_slist_free_all);
