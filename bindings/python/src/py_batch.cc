@@ -31,12 +31,6 @@ int status_of(TaskStatus s) {
   }
 }
 
-std::string hex(uintptr_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 }  // namespace
 
 Batch::~Batch() {

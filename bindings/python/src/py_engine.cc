@@ -19,12 +19,6 @@ namespace {
 
 std::atomic<int> g_live_engines{0};
 
-std::string hex(uintptr_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 // The Python face of an engine: the state the other objects share.
 class Engine {
  public:

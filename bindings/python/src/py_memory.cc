@@ -4,6 +4,7 @@
 // data_ptr(); a numpy array has no data_ptr()).
 #include "py_memory.h"
 
+#include <cstdio>
 #include <string>
 
 #include "py_error.h"
@@ -131,6 +132,12 @@ Memory from_buffer(pyb::handle obj) {
 }
 
 }  // namespace
+
+std::string hex(uintptr_t addr) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(addr));
+  return buf;
+}
 
 std::string Memory::location() const {
   return type == "cuda" ? "cuda:" + std::to_string(device < 0 ? 0 : device) : "*";

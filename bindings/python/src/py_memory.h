@@ -33,6 +33,9 @@ struct Memory {
   std::string location() const;
 };
 
+/// "0x7f..." for messages.
+std::string hex(uintptr_t addr);
+
 /// The memory of `obj`: an int is an address and needs `length`; any other
 /// object gives its own length, cut to `length` when given (never past its
 /// end). Raises InvalidParamError for a non-contiguous array, a length past
