@@ -295,6 +295,11 @@ class TransferEngine:
         return self._submit("batch_transfer_async_read", target_hostname, buffers,
                             peer_buffer_addresses, lengths, TransferOpcode.READ, 0)
 
+    def batch_transfer_async(self, target_hostname, buffers, peer_buffer_addresses, lengths, opcode,
+                             transport_hint=""):
+        return self._submit("batch_transfer_async", target_hostname, buffers,
+                            peer_buffer_addresses, lengths, opcode, 0)
+
     def transfer_submit_write(self, target_hostname, buffer, peer_buffer_address, length,
                               transport_hint=""):
         """A batch id for transfer_check_status, or negative."""

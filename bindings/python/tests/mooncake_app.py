@@ -81,7 +81,9 @@ def client(metadata, session_id, remote):
                                        peers, [chunk] * 4) != 0:
         fail("batch_transfer_sync_read", -1)
     ids = [engine.batch_transfer_async_write(session_id, ptrs[:2], peers[:2], [chunk] * 2),
-           engine.batch_transfer_async_read(session_id, [back.ctypes.data], peers[:1], [chunk])]
+           engine.batch_transfer_async_read(session_id, [back.ctypes.data], peers[:1], [chunk]),
+           engine.batch_transfer_async(session_id, ptrs[2:], peers[2:], [chunk] * 2,
+                                       TransferOpcode.WRITE)]
     if 0 in ids or engine.get_batch_transfer_status(ids) != 0:
         fail("batch_transfer_async_*", ids)
     batch_id = engine.transfer_submit_write(session_id, ptr, remote, SIZE)
