@@ -20,6 +20,7 @@ build_pkgs=(
   libibverbs-dev rdma-core ibverbs-providers librdmacm-dev
   liburing-dev libnuma-dev
   libclang-rt-14-dev help2man
+  python3-dev pybind11-dev
 )
 # The programs the tests and scripts run, beyond what every Debian system has
 # (the packages of priority "required": bash, coreutils, grep, sed, mawk,
@@ -28,6 +29,7 @@ test_pkgs=(
   etcd-server etcd-client redis-server redis-tools
   iproute2 iptables procps curl python3 man-db
   golang-go rustc cargo
+  python3-pytest python3-numpy
 )
 # contrib/bench-compare.sh's peers and plot (--bench).
 bench_pkgs=(ucx-utils iperf3 gnuplot-nox)
@@ -65,7 +67,7 @@ ss              iproute2         test/integration/free_port.sh, contrib/bench-co
 iptables        iptables         test/integration/netns_faults.sh, contrib/soak.sh
 uptime          procps           .ci/run
 curl            curl             test/integration/netns_metadata_faults.sh (the HTTP store)
-python3         python3          test/integration/info_check.sh (reads mc_info --json), docs_check.sh
+python3         python3          test/integration/info_check.sh (reads mc_info --json), docs_check.sh, python_check.sh (bindings/python: pytest, mc.bench)
 man             man-db           test/integration/man_check.sh (renders the man pages)
 go              golang-go        test/integration/go_check.sh (bindings/go: go vet, go test)
 cargo           cargo            test/integration/rust_check.sh (bindings/rust: cargo build, cargo test)

@@ -43,6 +43,11 @@ command_not_found_handle() {
 }
 export -f command_not_found_handle
 
+# A check that runs a test framework of its own (pytest) appends a line
+# "<framework> <passed> <failed> <skipped>" to this file; its counts join
+# the summary's, besides the check's own result.
+export RUN_TESTS_COUNTS=$results/counts
+
 passed=0; failed=0; skipped=0
 
 # Prints the sanitizer reports written since the last call and moves them
@@ -100,8 +105,15 @@ run_check() {
   echo
   echo "=== $name ==="
   local start=$SECONDS
+  rm -f "$RUN_TESTS_COUNTS"
   "$@"
-  local rc=$? took="$((SECONDS - start)) s" missing
+  local rc=$? took="$((SECONDS - start)) s" missing fw p f s
+  if [ -s "$RUN_TESTS_COUNTS" ]; then
+    while read -r fw p f s; do
+      passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+      took+="; $fw: $p passed, $f failed, $s skipped"
+    done < "$RUN_TESTS_COUNTS"
+  fi
   if sanitizer_reports; then
     echo "--- $name: FAILED (sanitizer report, exit $rc; $took)"
     failed=$((failed + 1))
@@ -161,6 +173,8 @@ if [ "$unit_only" = no ]; then
     "$top/test/integration/go_check.sh" "$build_dir"
   run_check "the Rust bindings (bindings/rust): cargo test over two processes, te_bench" \
     "$top/test/integration/rust_check.sh" "$build_dir"
+  run_check "the Python package (bindings/python): pytest over two processes, the installed package, mc.bench" \
+    "$top/test/integration/python_check.sh" "$build_dir"
   run_check "Mooncake's C and C++ APIs: installed <mooncake/transfer_engine_c.h> and <mooncake/transfer_engine.h>, -ltransfer_engine, two processes over P2PHANDSHAKE, etcd, Redis" \
     "$top/test/integration/mooncake_c_api_check.sh" "$build_dir"
   run_check "mc_info -e / -p: lanes, rejections with reasons, protocol tables" \

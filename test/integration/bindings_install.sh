@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs what the Go and Rust bindings link (the libraries, the modules,
+# Installs what the Go, Rust and Python bindings link (the libraries, the modules,
 # the headers and the mc-*.pc files) from BUILD_DIR into the staging
 # directory DIR (make install DESTDIR=DIR), and writes DIR/pkg-config, a
 # pkg-config that points the .pc files' prefix into DIR, so that the
@@ -16,7 +16,7 @@ dir=${2:?usage: bindings_install.sh BUILD_DIR DIR}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
-for d in src/ucs src/uct src/ucp src/ucp/metadata src/ucp/te; do
+for d in src/ucs src/uct src/ucp src/ucp/metadata src/ucp/te src/ucp/te/mooncake; do
   make -C "$build_dir/$d" install DESTDIR="$dir/dest" > "$dir/install.log" 2>&1 ||
     { cat "$dir/install.log" >&2; echo "bindings_install: make install in $d failed" >&2; exit 1; }
 done

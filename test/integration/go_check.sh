@@ -54,7 +54,13 @@ out=$build_dir/bindings/go
 # mc logs every retry of the killed-peer test: the log keeps them, the
 # output shows them only when go test fails.
 # With the race detector (or ASan): the binding's own locking is checked too.
-if "$go" test "${go_flags[@]}" -count=1 -v ./... > "$out/test.log" 2>&1; then
+go_rc=0
+"$go" test "${go_flags[@]}" -count=1 -v ./... > "$out/test.log" 2>&1 || go_rc=$?
+# Its counts (tests and subtests) go to the test command's summary.
+if [ -n "${RUN_TESTS_COUNTS:-}" ]; then
+  echo "go-test $(grep -c -- '--- PASS:' "$out/test.log") $(grep -c -- '--- FAIL:' "$out/test.log") $(grep -c -- '--- SKIP:' "$out/test.log")" >> "$RUN_TESTS_COUNTS"
+fi
+if [ $go_rc -eq 0 ]; then
   grep -v '^[IWE][0-9]\{8\} ' "$out/test.log"
 else
   cat "$out/test.log"

@@ -62,7 +62,14 @@ cd "$top/bindings/rust"
 RUSTDOCFLAGS="-D warnings" "$cargo" doc --offline --locked --no-deps -q
 # mc logs every retry of the killed-peer test: the log keeps them, the
 # output shows them only when cargo test fails.
-if "$cargo" test --offline --locked > "$out/test.log" 2>&1; then
+cargo_rc=0
+"$cargo" test --offline --locked > "$out/test.log" 2>&1 || cargo_rc=$?
+# Its counts (every "test result:" line) go to the test command's summary.
+if [ -n "${RUN_TESTS_COUNTS:-}" ]; then
+  sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p' "$out/test.log" |
+    awk '{p += $1; f += $2; s += $3} END {print "cargo-test", p + 0, f + 0, s + 0}' >> "$RUN_TESTS_COUNTS"
+fi
+if [ $cargo_rc -eq 0 ]; then
   grep -v '^[IWE][0-9]\{8\} ' "$out/test.log"
 else
   cat "$out/test.log"

@@ -24,12 +24,12 @@ Registry& Registry::instance() {
   return *registry;
 }
 
-void Registry::add_entry(const Table* table, Printer print) {
+void Registry::add_entry(const Table* table, Printer print, Reader read) {
   std::lock_guard guard(lock_);
   for (const Entry& e : entries_) {
     if (e.table == table) return;
   }
-  entries_.push_back(Entry{table, std::move(print)});
+  entries_.push_back(Entry{table, std::move(print), std::move(read)});
 }
 
 std::vector<const Table*> Registry::tables() const {
@@ -83,6 +83,27 @@ std::vector<UnknownVar> Registry::find_unknown(const Sources& sources) const {
     unknown.push_back(std::move(u));
   }
   return unknown;
+}
+
+Status Registry::check(const std::string& full_name, const Sources& sources,
+                       std::string* error) const {
+  std::vector<Reader> readers;
+  {
+    std::lock_guard guard(lock_);
+    for (const Entry& e : entries_) {
+      for (const Field& f : e.table->fields()) {
+        if (e.table->env_name(f) == full_name) {
+          readers.push_back(e.read);
+          break;
+        }
+      }
+    }
+  }
+  if (readers.empty()) return Status::NoElem;
+  for (const Reader& read : readers) {
+    MC_RETURN_IF_ERROR(read(sources, error));
+  }
+  return Status::Ok;
 }
 
 void Registry::warn_unknown(const Sources& sources) const {

@@ -31,7 +31,7 @@ class Registry {
   /// once; a second call with the same table is ignored.
   template <typename Obj>
   void add(const Table& table) {
-    add_entry(&table, [&table](std::ostream& os, const Sources& sources, bool full) {
+    auto print = [&table](std::ostream& os, const Sources& sources, bool full) {
       Obj obj{};
       std::string error;
       Origins origins;
@@ -40,7 +40,12 @@ class Registry {
         return;
       }
       table.print(os, &obj, full, &origins);
-    });
+    };
+    auto read = [&table](const Sources& sources, std::string* error) {
+      Obj obj{};
+      return table.read(&obj, sources, error);
+    };
+    add_entry(&table, std::move(print), std::move(read));
   }
 
   /// Every registered table, in registration order.
@@ -55,13 +60,21 @@ class Registry {
   /// Logs each unknown variable of `sources` at warn level, once per process.
   void warn_unknown(const Sources& sources) const;
 
+  /// Reads every table declaring `full_name` ("MC_TCP_SNDBUF") from
+  /// `sources`, as the layer owning it would: Ok; InvalidParam with `*error`
+  /// the read's sentence (variable, value, origin, what is accepted); NoElem
+  /// when no registered table declares the name. Logs nothing.
+  Status check(const std::string& full_name, const Sources& sources, std::string* error) const;
+
  private:
   using Printer = std::function<void(std::ostream&, const Sources&, bool)>;
+  using Reader = std::function<Status(const Sources&, std::string*)>;
   struct Entry {
     const Table* table;
     Printer print;
+    Reader read;  ///< the table into a scratch object of its type
   };
-  void add_entry(const Table* table, Printer print);
+  void add_entry(const Table* table, Printer print, Reader read);
 
   mutable std::mutex lock_;  // guards entries_ and warned_
   std::vector<Entry> entries_;

@@ -292,6 +292,25 @@ TEST(Config, UnknownVariablesAreFoundWithSuggestion) {
   registry.warn_unknown(s);
 }
 
+TEST(Config, CheckReadsTheTableDeclaringTheName) {
+  Registry& registry = Registry::instance();
+  registry.add<TestConfig>(test_table());
+  std::string error;
+  Sources s = make_sources({{"MC_TEST_COUNT", "42"}});
+  EXPECT_EQ(registry.check("MC_TEST_COUNT", s, &error), Status::Ok) << error;
+  s.set("MC_TEST_COUNT", "101", "mc.config.set");
+  EXPECT_EQ(registry.check("MC_TEST_COUNT", s, &error), Status::InvalidParam);
+  EXPECT_NE(error.find("MC_TEST_COUNT"), std::string::npos) << error;
+  EXPECT_NE(error.find("'101'"), std::string::npos) << error;
+  EXPECT_NE(error.find("mc.config.set"), std::string::npos) << error;
+  // A bad value of another table's knob is not this name's concern.
+  s.set("MC_TEST_COUNT", "4", "mc.config.set");
+  s.set("MC_LOG_LEVEL", "loud", "environment");
+  EXPECT_EQ(registry.check("MC_TEST_COUNT", s, &error), Status::Ok) << error;
+  EXPECT_EQ(registry.check("MC_LOG_LEVEL", s, &error), Status::InvalidParam);
+  EXPECT_EQ(registry.check("MC_TEST_COUNTT", s, &error), Status::NoElem);
+}
+
 TEST(Config, ListingShowsValuesDocsAndOrigins) {
   Registry& registry = Registry::instance();
   registry.add<TestConfig>(test_table());

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "mc/transfer_engine.h"
+#include "protocol.h"
 #include "ucs/log/log.h"
 
 namespace mooncake {
@@ -26,22 +27,22 @@ static_assert(static_cast<int>(Transport::WAITING) == mc::WAITING &&
               static_cast<int>(Transport::COMPLETED) == mc::COMPLETED);
 static_assert(INVALID_BATCH_ID == mc::kInvalidBatchID);
 
-// The protocols and the MC_TLS entries each stands for (nvmeof: none, the
-// engine opens its file transport when a file segment is opened).
+// The tokens installTransport returns, one per protocol of protocol.h.
 struct Protocol {
   Transport token;
-  std::vector<std::string> tls;
+  const std::vector<std::string>& tls;
 };
 
-std::vector<Protocol>& protocols() {
-  static std::vector<Protocol> kProtocols = {{Transport("tcp"), {"tcp"}},
-                                             {Transport("rdma"), {"rc_verbs", "rc_mlx5"}},
-                                             {Transport("nvmeof"), {}}};
-  return kProtocols;
-}
-
 Protocol* find_protocol(const std::string& name) {
-  for (Protocol& p : protocols()) {
+  static std::vector<Protocol> kProtocols = [] {
+    std::vector<Protocol> out;
+    for (const char* n : {"tcp", "rdma", "nvmeof"}) {
+      const ProtocolTls* p = find_protocol_tls(n);
+      out.push_back({Transport(p->name), p->tls});
+    }
+    return out;
+  }();
+  for (Protocol& p : kProtocols) {
     if (name == p.token.getName()) return &p;
   }
   return nullptr;
@@ -143,10 +144,7 @@ class TransferEngine::Impl {
     if (started_) return start_status_;
     started_ = true;
     engine_ = std::make_unique<mc::TransferEngine>();
-    std::string tls;
-    for (const std::string& p : installed_) {
-      for (const std::string& tl : find_protocol(p)->tls) tls += (tls.empty() ? "" : ",") + tl;
-    }
+    const std::string tls = protocols_tls({installed_.begin(), installed_.end()});
     if (!auto_discover_ && !tls.empty()) engine_->setConfig("MC_TLS", tls);
     start_status_ = engine_->init(conn_, name_, host_, port_);
     return start_status_;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mc/transfer_engine.h"
+#include "protocol.h"
 #include "ucs/log/log.h"
 
 namespace {
@@ -30,23 +31,10 @@ static_assert(STATUS_WAITING == mc::WAITING && STATUS_PENDING == mc::PENDING &&
               STATUS_FAILED == mc::FAILED);
 static_assert(INVALID_BATCH == mc::kInvalidBatchID);
 
-// One protocol name of installTransport and the mc transports it stands for.
-struct Protocol {
-  const char* name;
-  std::vector<std::string> tls;  ///< MC_TLS entries; empty: opened on demand (nvmeof)
-};
+using mooncake::ProtocolTls;
 
-const std::vector<Protocol>& protocols() {
-  static const std::vector<Protocol> kProtocols = {
-      {"tcp", {"tcp"}}, {"rdma", {"rc_verbs", "rc_mlx5"}}, {"nvmeof", {}}};
-  return kProtocols;
-}
-
-const Protocol* find_protocol(const char* name) {
-  for (const Protocol& p : protocols()) {
-    if (std::strcmp(p.name, name) == 0) return &p;
-  }
-  return nullptr;
+const ProtocolTls* find_protocol(const char* name) {
+  return mooncake::find_protocol_tls(name);
 }
 
 struct Engine {
@@ -78,11 +66,7 @@ Engine* live(transfer_engine_t handle, const char* what) {
 int start_locked(Engine* e) {
   if (e->started) return e->start_status;
   e->started = true;
-  std::string tls;
-  for (const std::string& p : e->installed) {
-    for (const std::string& tl : find_protocol(p.c_str())->tls)
-      tls += (tls.empty() ? "" : ",") + tl;
-  }
+  const std::string tls = mooncake::protocols_tls({e->installed.begin(), e->installed.end()});
   if (!tls.empty()) {
     e->engine.setConfig("MC_TLS", tls);
   } else {
@@ -245,7 +229,7 @@ transport_t installTransport(transfer_engine_t engine, const char* proto, void**
   Engine* e = live(engine, "installTransport");
   if (e == nullptr || proto == nullptr) return nullptr;
   return guard("installTransport", transport_t{nullptr}, [&]() -> transport_t {
-    const Protocol* p = find_protocol(proto);
+    const ProtocolTls* p = find_protocol(proto);
     if (p == nullptr) {
       MC_LOG(error) << "installTransport: '" << proto << "' "
                     << (std::strncmp(proto, "nvlink", 6) == 0 ? "is not offered: mc has no NVLink "
@@ -261,7 +245,7 @@ transport_t installTransport(transfer_engine_t engine, const char* proto, void**
     }
     std::lock_guard<std::mutex> lock(e->mu);
     // The token: the protocol's entry, stable for the process.
-    auto* token = const_cast<Protocol*>(p);
+    auto* token = const_cast<ProtocolTls*>(p);
     if (!e->started) {
       e->installed.insert(p->name);
       return token;
