@@ -7,6 +7,7 @@
 #   contrib/install-deps.sh            the build and the tests
 #   contrib/install-deps.sh --bench    also the peers bench-compare measures against
 #   contrib/install-deps.sh --fresh-check  also what contrib/fresh-check.sh needs
+#   contrib/install-deps.sh --deb      also what contrib/deb-check.sh needs (Debian packages)
 #   contrib/install-deps.sh --packages the package names, one a line (nothing installed)
 #   contrib/install-deps.sh --programs the programs table below (nothing installed)
 set -euo pipefail
@@ -36,6 +37,9 @@ bench_pkgs=(ucx-utils iperf3 gnuplot-nox)
 # contrib/fresh-check.sh's (--fresh-check): a Debian root, and git to clone
 # the tree into it.
 fresh_pkgs=(debootstrap git)
+# contrib/deb-check.sh's (--deb): dpkg-buildpackage -b of debian/, lintian,
+# and the build dependencies of python3-mc (debian/control).
+deb_pkgs=(debhelper dpkg-dev lintian fakeroot dh-python python3-dev pybind11-dev)
 
 # Which program comes from which package, and who runs it. A program a
 # script calls that is in neither this table nor a "required" package is
@@ -80,6 +84,10 @@ iperf3          iperf3           contrib/bench-compare.sh (--bench)
 gnuplot         gnuplot-nox      contrib/bench-compare.sh --plot (--bench)
 debootstrap     debootstrap      contrib/fresh-check.sh (--fresh-check)
 git             git              contrib/fresh-check.sh (--fresh-check)
+dpkg-buildpackage dpkg-dev       contrib/deb-check.sh (--deb)
+dh              debhelper        contrib/deb-check.sh, debian/rules (--deb)
+lintian         lintian          contrib/deb-check.sh (--deb)
+fakeroot        fakeroot         dpkg-buildpackage, when a build needs root (--deb)
 EOF
 }
 
@@ -88,9 +96,10 @@ case "${1:-}" in
   "") ;;
   --bench) pkgs+=("${bench_pkgs[@]}") ;;
   --fresh-check) pkgs+=("${fresh_pkgs[@]}") ;;
+  --deb) pkgs+=("${deb_pkgs[@]}") ;;
   --packages) printf '%s\n' "${pkgs[@]}"; exit 0 ;;
   --programs) programs_table; exit 0 ;;
-  *) echo "install-deps: unknown option '$1' (--bench, --fresh-check, --packages, --programs)" >&2; exit 2 ;;
+  *) echo "install-deps: unknown option '$1' (--bench, --fresh-check, --deb, --packages, --programs)" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -30,7 +30,9 @@ def ok(msg):
 # caches, version control.
 def skipped_dir(rel, name):
     return (name in (".git", "autom4te.cache", "target", "node_modules", "__pycache__")
-            or (rel == "" and name.startswith("build")))
+            or (rel == "" and name.startswith("build"))
+            # what dpkg-buildpackage leaves in debian/ (packages, build tree)
+            or (rel == "debian" and name not in ("source", "patches", "tests")))
 
 def project_files():
     for root, dirs, files in os.walk(top):
