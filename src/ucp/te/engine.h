@@ -4,8 +4,9 @@
 // batches, the progress thread and the task state machine; engine_notify.cc
 // the notifications (over te::Notifier).
 //
-// Threads: the caller's threads (the API), the progress thread (drives the
-// UCP worker, posts queued tasks, completes them), the RPC listener's thread
+// Threads: the caller's threads (the API; submitTransfer posts its tasks
+// itself when none is queued), the progress thread (drives the UCP worker,
+// posts queued tasks, completes them), the RPC listener's thread
 // (serves the descriptor and notifications), the Notifier's sending and
 // keyer threads, the metadata refresher (engine_refresh.cc: puts this
 // engine's keys again when the store lost them), and the metadata backend's
@@ -286,6 +287,7 @@ class TransferEngine::Impl {
   BatchID next_batch_ = 1;
   std::deque<Task*> pending_;  ///< WAITING tasks to post
   size_t inflight_ = 0;        ///< tasks PENDING in UCP
+  uint64_t last_post_ns_ = 0;  ///< when submit() last posted tasks itself
   /// Writes whose put is posted and whose flush is not, by endpoint, and
   /// those endpoints in posting order (post_pending_locked flushes them).
   std::map<const te::EpEntry*, std::vector<Task*>> unflushed_;

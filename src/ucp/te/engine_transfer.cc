@@ -74,7 +74,16 @@ int TransferEngine::Impl::submit(BatchID id, const std::vector<TransferRequest>&
       MC_LOG(error) << "transfer engine: submitTransfer: unknown batch " << id;
       return static_cast<int>(Status::NoElem);
     }
+    const bool idle = pending_.empty();
     rc = submit_locked(*it->second, entries);
+    // Nothing queued before these: post them from this thread now, not one
+    // thread hop later (the progress thread completes them; it polls, as
+    // the post counts as activity). A queue already waiting (back-off) is
+    // left to the progress thread, in order.
+    if (rc == 0 && idle && !stop_ && !pending_.empty()) {
+      last_post_ns_ = ucs::monotonic_ns();
+      post_pending_locked(last_post_ns_);
+    }
   }
   if (rc == 0) wake_.notify_one();
   return rc;
@@ -359,6 +368,7 @@ void TransferEngine::Impl::progress_loop() {
     const bool busy = inflight_ > 0 || !pending_.empty();
     const uint64_t now = ucs::monotonic_ns();
     if (events > 0) last_events_ns = now;
+    last_events_ns = std::max(last_events_ns, last_post_ns_);  // posted by submit()
     // With work in flight that was posted or completed something in the last
     // 200 us, poll on, yielding to the threads that serve the transports (tcp's): a sleep
     // held every completion until it ended. Otherwise sleep until new work,
