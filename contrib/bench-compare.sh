@@ -11,6 +11,13 @@
 #   ucp_tcp   UCP over tcp (-x tcp): am latency, put bandwidth
 #   ucp_get   UCP get over tcp: 8 B and 4 KiB latency, bandwidth from 64 KiB
 #             (both vs UCX UCP with UCX_TLS=tcp)
+#   te        the Transfer Engine: te_write / te_read, forced tcp and the
+#             default selection, vs Mooncake's transfer_engine_bench over tcp
+#             (--mooncake-bench PATH), at --te-blocks, batch --te-batch,
+#             --te-threads; next to the ceilings of the same run (UCT over
+#             tcp and CMA with the same buffer footprint, cold memcpy, kernel
+#             TCP, iperf3) and te_lat next to UCP put latency; see
+#             contrib/bench-compare-te.sh
 # Latency is the median of a run's half round trips (both tools' 50th
 # percentile column), bandwidth the run's overall MB/s (MB = 2^20 B); each
 # figure is the median over the rounds. The output ends with one line per
@@ -19,7 +26,8 @@
 #
 #   contrib/bench-compare.sh [--build DIR] [--rounds N] [--classes "tcp sm ..."]
 #       [--sizes "8 4096 ..."] [--quick] [--plot FILE.png] [--mooncake-bench PATH]
-#       [--no-pin] [--out DIR] [--report-only]
+#       [--no-pin] [--out DIR] [--report-only] [--te-blocks "4096 ..."]
+#       [--te-threads "1 2"] [--te-batch N] [--te-duration S]
 # --report-only: no new runs; the table, lines and plot from what --out DIR
 # holds (the runs of an earlier, perhaps interrupted, invocation).
 set -uo pipefail
@@ -27,7 +35,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$top/build}
 rounds=3
-classes="tcp sm cma ucp ucp_tcp ucp_get"
+classes="tcp sm cma ucp ucp_tcp ucp_get te"
 sizes="8 4096 65536 1048576 4194304"
 plot=""
 mooncake=""
@@ -49,6 +57,10 @@ while [ $# -gt 0 ]; do
     --quick) quick=yes; rounds=1; shift ;;
     --out) out=$2; shift 2 ;;
     --report-only) report_only=yes; shift ;;
+    --te-blocks) TE_BLOCKS=$2; shift 2 ;;
+    --te-threads) TE_THREADS=$2; shift 2 ;;
+    --te-batch) TE_BATCH=$2; shift 2 ;;
+    --te-duration) TE_DURATION=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "bench-compare: unknown option '$1'" >&2; usage 2 ;;
   esac
@@ -66,6 +78,7 @@ mkdir -p "$out"
 command -v ucx_perftest > /dev/null || { echo "bench-compare: no ucx_perftest after install-deps.sh --bench"; exit 1; }
 
 . "$(dirname "$0")/../test/integration/free_port.sh"   # free_port: a control port per run
+. "$(dirname "$0")/bench-compare-te.sh"   # the te class
 cpu_c=() cpu_s=()
 [ "$pin" = yes ] && [ "$(nproc)" -ge 2 ] && { cpu_c=(-c 0); cpu_s=(-c 1); }
 
@@ -162,7 +175,7 @@ if [ "$report_only" = no ]; then
   : > "$results"
   : > "$out/failures.log"
   rm -f "$out/limits.txt" "$out/iperf3.txt" "$out/peers.txt"
-elif [ ! -s "$results" ]; then
+elif [ ! -s "$results" ] && [ ! -s "$out/te.txt" ]; then
   echo "bench-compare: --report-only: no results in $out" >&2; exit 1
 fi
 start=$SECONDS
@@ -210,8 +223,14 @@ compare() {  # <class> <lat|bw> <size>
     "${best_label:-peer}" "$best" $((SECONDS - start))
 }
 
+[ -n "$mooncake" ] || mooncake=$(command -v transfer_engine_bench || true)
 if [ "$report_only" = no ]; then
   for c in $classes; do
+    if [ "$c" = te ]; then
+      [ "$quick" = yes ] && TE_DURATION=${TE_DURATION:-1}
+      run_te_class
+      continue
+    fi
     for s in $sizes; do
       compare "$c" lat "$s"
       compare "$c" bw "$s"
@@ -283,34 +302,8 @@ u=$(value tcp lat 8); for what in ucp_tcp:ucp_am_lat ucp_get:ucp_get; do
   [ -n "$u" ] && [ -n "$p" ] && parsable+=("cmp=mc_${what#*:}_vs_uct_tcp_am_lat size=8 metric=lat_us mc=$p peer=$u ratio=$(ratio "$p" "$u")")
 done
 
-# Mooncake's Transfer Engine benchmark, when there is one.
-[ -n "$mooncake" ] || mooncake=$(command -v transfer_engine_bench || true)
-echo
-if [ -z "$mooncake" ] || [ ! -x "$mooncake" ]; then
-  echo "Transfer Engine comparison: transfer_engine_bench not found (give --mooncake-bench PATH)"
-elif ! "$mc" -h 2>&1 | grep -q te_write; then
-  echo "Transfer Engine comparison: $mooncake found, but this mc_perftest has no te_write test"
-else
-  for op in write read; do
-    for bs in 65536 1048576; do
-      port=$(free_port) || exit 1
-      "$mooncake" --mode=target --metadata_server=P2PHANDSHAKE --local_server_name=127.0.0.1:$port \
-        --protocol=tcp > "$out/te_target.log" 2>&1 &
-      tgt=$!; sleep 1
-      peer=$("$mooncake" --mode=initiator --metadata_server=P2PHANDSHAKE --segment_id=127.0.0.1:$port \
-        --protocol=tcp --operation=$op --batch_size=128 --block_size=$bs --duration=3 --threads=1 2>&1 |
-        sed -n 's/.*throughput \([0-9.]*\) GB\/s.*/\1/p' | tail -1)
-      kill $tgt 2>/dev/null; wait $tgt 2>/dev/null
-      port=$(free_port) || exit 1
-      MC_TLS=tcp "$mc" -t te_$op --local_server_name=127.0.0.1:$port > "$out/te_mc_target.log" 2>&1 &
-      tgt=$!; sleep 1
-      mine=$(MC_TLS=tcp "$mc" -t te_$op --segment_id=127.0.0.1:$port --batch_size=128 --block_size=$bs \
-        --duration=3 --threads=1 2>&1 | sed -n 's/.*throughput \([0-9.]*\) GB\/s.*/\1/p' | tail -1)
-      kill $tgt 2>/dev/null; wait $tgt 2>/dev/null
-      parsable+=("cmp=te_${op}_tcp size=$bs metric=bw_GBps mc=${mine:-NA} peer=${peer:-NA} ratio=$(awk -v a="${mine:-0}" -v b="${peer:-0}" 'BEGIN { print (b > 0 && a > 0) ? sprintf("%.2f", a / b) : "NA" }')")
-    done
-  done
-fi
+# The Transfer Engine rows (the te class).
+report_te_class
 
 # The plot: bandwidth and latency against size, one line per tool and class.
 if [ -n "$plot" ]; then
@@ -320,13 +313,19 @@ if [ -n "$plot" ]; then
     [ "$mcv" != NA ] && echo "$s $mcv" >> "$out/plot/$k.mc-$c.dat"
     [ "$peerv" != NA ] && echo "$s $peerv" >> "$out/plot/$k.ucx-$c.dat"
   done < "$results"
+  plot_te_class "$out/plot"
+  # One panel per kind that has lines: bandwidth, latency, te.
+  kinds=""
+  for k in bw lat te; do [ -n "$(ls "$out"/plot/$k.*.dat 2>/dev/null)" ] && kinds+=" $k"; done
+  panels=$(echo $kinds | wc -w)
   {
-    echo "set terminal pngcairo size 1400,560 font ',10'"
+    echo "set terminal pngcairo size $((700 * panels)),560 font ',10'"
     echo "set output '$plot'"
-    echo "set multiplot layout 1,2 title 'mc\\_perftest vs ucx\\_perftest, $(nproc) CPUs, $(date -u +%F), medians of $rounds rounds'"
+    echo "set multiplot layout 1,$panels title 'mc\\_perftest vs ucx\\_perftest and Mooncake transfer\\_engine\\_bench, $(nproc) CPUs, $(date -u +%F), medians of $rounds rounds'"
     echo "set logscale xy; set grid; set key left top; set xlabel 'message size (bytes)'"
-    for k in bw lat; do
+    for k in $kinds; do
       if [ $k = bw ]; then echo "set ylabel 'bandwidth (MB/s, MB = 2^20 B)'; set key left top"
+      elif [ $k = te ]; then echo "set xlabel 'block size (bytes)'; set ylabel 'Transfer Engine, batch $te_batch, 1 thread (MB/s, MB = 2^20 B)'; set key left top"
       else echo "set ylabel 'latency (usec, median half round trip)'; set key left top"; fi
       printf "plot "
       sep=""
@@ -334,6 +333,7 @@ if [ -n "$plot" ]; then
         [ -f "$f" ] || continue
         name=$(basename "$f" .dat); name=${name#$k.}
         dash=$([ "${name%%-*}" = mc ] && echo 1 || echo 2)
+        case $name in uct-*) dash=3 ;; esac
         printf "%s'%s' using 1:2 with linespoints dt %s lw 2 title '%s'" "$sep" "$f" "$dash" "${name//_/\\_}"
         sep=", "
       done

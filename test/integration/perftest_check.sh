@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs mc_perftest in loopback (-l) and client/server mode over self, tcp and
 # sm at a few sizes with small iteration counts, the UCP tests over tcp, sm
-# and UCP's default selection, the Transfer Engine tests (te_write, te_read:
-# a target and an initiator process) over tcp and sm, also started with
+# and UCP's default selection, the Transfer Engine tests (te_write, te_read,
+# te_lat: a target and an initiator process) over tcp and sm, also started with
 # Mooncake's transfer_engine_bench command line (--protocol=tcp, and =rdma
 # --device_name on the soft RDMA provider when rc is built, --report_unit,
 # --nic_priority_matrix, refused values); checks that every run exits 0
@@ -238,7 +238,12 @@ run_te() {
           print "bandwidth " v["bw_MBps"] " MB/s does not match " block " B x " rate " req/s"; exit 1
         }
       }
-      END { if (rows != 1) { print rows + 0 " result lines, expected 1"; exit 1 } }
+      # The lanes that carried it (getSegmentPaths): one of them with bytes.
+      /^  transport    / { if ($0 ~ / -> / && $0 ~ /carries, [1-9][0-9]* B\)/) lanes = 1 }
+      END {
+        if (rows != 1) { print rows + 0 " result lines, expected 1"; exit 1 }
+        if (!lanes) { print "no transport line naming a lane that carried bytes"; exit 1 }
+      }
     ' "$out"); then
     fail "$what: $why"; return
   fi
@@ -249,6 +254,76 @@ for tl in ${PERFTEST_TE_TLS:-tcp sm}; do
   run_te "$tl" te_write 65536
   run_te "$tl" te_read 65536
 done
+# te_lat over tcp and sm: one result line per size (8 B, 4 KiB, 64 KiB),
+# each with as many samples as asked, percentiles in order (0 < p50 <= p99
+# <= p99.9), a passed data check, and the lanes named (transport line).
+run_te_lat() {
+  local tl=$1 op=$2 what="te_lat $1 --operation=$2" out=$tmp/out.lat rc=0 trc=0
+  start_te_target "$what" te_lat "MC_TLS=$tl" || return
+  MC_TLS=$tl timeout $limit "$perftest" -t te_lat --segment_id="$seg" \
+    --local_server_name=127.0.0.1 --operation="$op" --iterations=200 > "$out" 2> "$tmp/err" || rc=$?
+  kill -TERM $target 2>/dev/null; wait $target || trc=$?
+  if [ $rc -ne 0 ] || [ $trc -ne 0 ]; then
+    fail "$what: initiator exit $rc, target exit $trc"
+    sed 's/^/      /' "$tmp/err" "$out" | tail -6; return
+  fi
+  if ! why=$(awk -v op="$op" '
+      /^result test=te_lat / {
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        if (v["op"] != op) { print "op " v["op"]; exit 1 }
+        if (v["check"] != "passed") { print "data check " v["check"]; exit 1 }
+        if (v["iters"] != 200) { print v["iters"] " samples, 200 asked"; exit 1 }
+        if (!(v["p50_us"] > 0 && v["p50_us"] <= v["p99_us"] && v["p99_us"] <= v["p999_us"])) {
+          print "percentiles out of order: " $0; exit 1
+        }
+        seen[v["block"]] = 1
+      }
+      /^  transport    / && /->/ { lanes = 1 }
+      END {
+        if (!seen[8] || !seen[4096] || !seen[65536]) { print "not every size has a result line"; exit 1 }
+        if (!lanes) { print "no transport line naming the lanes"; exit 1 }
+      }' "$out"); then
+    fail "$what: $why"; sed 's/^/      /' "$out" | tail -8; return
+  fi
+  pass "$what: $(grep '^result ' "$out" | sed 's/.*block=\([0-9]*\).* p50_us=\([0-9.]*\).*/\1 B p50 \2 us/' | tr '\n' ' ')"
+}
+for tl in ${PERFTEST_TE_TLS:-tcp sm}; do
+  run_te_lat "$tl" write
+  run_te_lat "$tl" read
+done
+
+# --footprint: put_bw and get cycle through it (the summary says so) and
+# still pass their data check; a latency test refuses it.
+for t in put_bw get; do
+  port=$(free_port) || exit 1
+  timeout $limit "$perftest" -p $port --timeout 20 > "$tmp/server" 2>&1 &
+  server=$!
+  rc=0
+  timeout $limit "$perftest" 127.0.0.1 -p $port -x tcp -d lo -t $t -s 65536 -n 300 -w 10 \
+    -D zcopy -O 8 --footprint 4m --timeout 20 > "$tmp/fp" 2>&1 || rc=$?
+  wait $server; src=$?
+  if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q '^  footprint    4194304 B per side: 64 messages' "$tmp/fp" &&
+     grep -q 'data check   passed' "$tmp/fp"; then
+    pass "tcp $t --footprint 4m: $(grep '^  bandwidth' "$tmp/fp")"
+  else
+    fail "tcp $t --footprint 4m: exit $rc (server $src)"; sed 's/^/      /' "$tmp/fp" | tail -6
+  fi
+done
+run_ucp tcp pair ucp_put_bw 65536 300 -O 4 --footprint 2m
+run_ucp tcp pair ucp_get 65536 300 -O 4 --footprint 2m
+timeout 10 "$perftest" -l -x self -t am_lat --footprint 1m > /dev/null 2> "$tmp/err"; rc=$?
+if [ $rc -eq 2 ] && grep -q -- '--footprint applies to' "$tmp/err"; then
+  pass "--footprint refused for am_lat: $(head -1 "$tmp/err")"
+else
+  fail "--footprint refused for am_lat: exit $rc"
+fi
+if timeout 30 "$perftest" --limits -s 65536 --footprint 8m > "$tmp/lim" 2>&1 &&
+   grep -Eq 'memcpy, 65536-byte copies over 8388608 B \(cold\): +[0-9.]+ MB/s' "$tmp/lim"; then
+  pass "--limits --footprint: $(grep cold "$tmp/lim" | tr -s ' ')"
+else
+  fail "--limits --footprint"; sed 's/^/      /' "$tmp/lim" | tail -4
+fi
+
 # A stopped target: the initiator waits for its tasks' deadline
 # (MC_TRANSFER_TIMEOUT) at next to no CPU, where it used to spin a core, then
 # exits non-zero naming the timed-out task. Its CPU time is read from
@@ -413,6 +488,7 @@ done <<EOF_CASES
 -t te_write --batch_size 0|--batch_size
 -t te_read --mode initiator|--segment_id
 -t te_bogus|te_bogus
+-t te_lat --segment_id=127.0.0.1:1 --iterations=0|--iterations
 -t te_write --operation=copy|--operation
 --mode=target --report_unit=GiBs|--report_unit 'GiBs'
 --mode=target --protocol=nvlink|--protocol 'nvlink': mc has no nvlink transport

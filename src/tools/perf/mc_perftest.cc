@@ -11,7 +11,7 @@
 // perf_limits (memcpy, kernel TCP), uct_perf_side (md, iface, buffers),
 // uct_perf_tests / uct_perf_ops / uct_perf_stream (the UCT tests),
 // ucp_perf_tests / ucp_perf_ops (the UCP tests), te_perf_tests (te_write,
-// te_read).
+// te_read, te_lat).
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<Limits> limits;
   if (o.limits && (o.limits_only() || !o.is_server())) {
-    Result<Limits> l = measure_limits(o.params.message_size());
+    Result<Limits> l = measure_limits(o.params.message_size(), o.params.footprint);
     if (!l.ok()) return kExitFailed;
     limits = std::make_unique<Limits>(*l);
     print_limits(*limits, o.csv);

@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -43,6 +45,31 @@ double measure_memcpy(size_t size) {
     for (size_t i = 0; i < batch; ++i) {
       std::memcpy(dst.data(), src.data(), size);
       asm volatile("" : : "r"(dst.data()) : "memory");  // keep every copy
+    }
+    bytes += batch * size;
+  } while (Clock::now() - t0 < kRunTime);
+  return static_cast<double>(bytes) / since(t0);
+}
+
+// Copies of `size` bytes from slot i of one `footprint`-byte buffer to slot
+// i of another, i cycling over footprint / size slots; both buffers are
+// written first, so every page is present. 0 when they cannot be had.
+double measure_memcpy_cold(size_t size, size_t footprint) {
+  const size_t slots = footprint / size;
+  std::unique_ptr<uint8_t[]> src(new (std::nothrow) uint8_t[slots * size]);
+  std::unique_ptr<uint8_t[]> dst(new (std::nothrow) uint8_t[slots * size]);
+  if (!src || !dst) return 0;
+  std::memset(src.get(), 0x5a, slots * size);
+  std::memset(dst.get(), 0, slots * size);
+  uint64_t bytes = 0;
+  size_t slot = 0;
+  const size_t batch = std::max<size_t>(1, (size_t{1} << 20) / size);
+  const auto t0 = Clock::now();
+  do {
+    for (size_t i = 0; i < batch; ++i) {
+      std::memcpy(dst.get() + slot * size, src.get() + slot * size, size);
+      asm volatile("" : : "r"(dst.get()) : "memory");
+      slot = slot + 1 == slots ? 0 : slot + 1;
     }
     bytes += batch * size;
   } while (Clock::now() - t0 < kRunTime);
@@ -166,10 +193,19 @@ Result<double> measure_tcp_lat() {
 
 }  // namespace
 
-Result<Limits> measure_limits(size_t size) {
+Result<Limits> measure_limits(size_t size, size_t footprint) {
   Limits l;
   l.size = std::max<size_t>(size, 1);
   l.memcpy_bw = measure_memcpy(l.size);
+  if (footprint > l.size) {
+    l.footprint = footprint / l.size * l.size;
+    l.memcpy_cold_bw = measure_memcpy_cold(l.size, footprint);
+    if (l.memcpy_cold_bw == 0) {
+      MC_LOG(error) << "limits: cannot allocate two buffers of " << footprint
+                    << " bytes for the cold copy";
+      return Status::NoMemory;
+    }
+  }
   MC_ASSIGN_OR_RETURN(l.tcp_bw, measure_tcp_bw(l.size));
   MC_ASSIGN_OR_RETURN(l.tcp_lat, measure_tcp_lat());
   return l;

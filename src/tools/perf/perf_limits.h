@@ -15,10 +15,17 @@ struct Limits {
   double memcpy_bw = 0;  ///< bytes per second, memcpy() of `size` bytes
   double tcp_bw = 0;     ///< bytes per second, one TCP stream of `size`-byte writes
   double tcp_lat = 0;    ///< seconds, half the round trip of 8 bytes over TCP, busy-polling
+  size_t footprint = 0;  ///< bytes of each buffer of the cold copy (0: not measured)
+  /// Bytes per second, memcpy() of `size` bytes cycling through two buffers
+  /// of `footprint` bytes (copy i at offset (i mod n) x size in both): memory
+  /// that is not in the cache, as a transfer spread over a large buffer.
+  double memcpy_cold_bw = 0;
 };
 
-/// Measures the three limits (about a second in all). IoError (logged) when
-/// a socket cannot be set up; every wait is bounded.
-ucs::Result<Limits> measure_limits(size_t size);
+/// Measures the limits (about a second in all; with a footprint above the
+/// size, also the cold copy). IoError (logged) when a socket cannot be set
+/// up, NoMemory when the footprint's buffers cannot be had; every wait is
+/// bounded.
+ucs::Result<Limits> measure_limits(size_t size, size_t footprint = 0);
 
 }  // namespace mc::perf

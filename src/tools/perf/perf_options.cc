@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string>
 
 #include "tools/perf/te_perf_tests.h"
 #include "ucs/config/parser.h"
@@ -15,7 +17,7 @@ namespace mc::perf {
 
 namespace {
 
-enum LongOnly { OptLimits = 1000, OptTimeout, OptFull, OptAlloc, OptAsync };
+enum LongOnly { OptLimits = 1000, OptTimeout, OptFull, OptAlloc, OptAsync, OptFootprint };
 
 constexpr option kLongOptions[] = {
     {"limits", no_argument, nullptr, OptLimits},
@@ -23,11 +25,15 @@ constexpr option kLongOptions[] = {
     {"full", no_argument, nullptr, OptFull},
     {"alloc", required_argument, nullptr, OptAlloc},
     {"async", required_argument, nullptr, OptAsync},
+    {"footprint", required_argument, nullptr, OptFootprint},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
 
 constexpr const char* kShortOptions = "t:s:n:w:c:O:W:lx:d:D:m:T:p:R:fvNIh";
+
+// The tests that cycle through --footprint bytes of buffer.
+const std::set<std::string> kFootprintTests = {"put_bw", "get", "ucp_put_bw", "ucp_get"};
 
 // Prints why the command line is wrong; the caller adds the usage.
 void say(const std::string& why) {
@@ -184,6 +190,15 @@ Status parse_one(int c, const char* arg, const Registry& registry, Options* o) {
     case OptFull: o->extra_info = true; return Status::Ok;
     case OptLimits: o->limits = true; return Status::Ok;
     case OptTimeout: return parse_timeout(arg, &o->timeout);
+    case OptFootprint: {
+      size_t n = 0;
+      if (ucs::config::size_parser(0, kMaxFootprint).parse(arg, &n) != Status::Ok) {
+        return bad(std::string("invalid --footprint '") + arg +
+                   "': a byte count up to 64g, e.g. 128m or 1g (0: one message)");
+      }
+      p.footprint = n;
+      return Status::Ok;
+    }
     case OptAsync:
       if (std::strcmp(arg, "thread") != 0 && std::strcmp(arg, "progress") != 0) {
         return bad(std::string("invalid --async '") + arg + "': thread or progress");
@@ -244,6 +259,12 @@ Result<Options> parse_options(int argc, char** argv, const Registry& registry) {
     say("missing test name: give -t (or --limits alone)");
     return fail(Status::InvalidParam);
   }
+  if (o.params.footprint > 0 && o.test_given && !kFootprintTests.contains(o.params.test)) {
+    say("--footprint applies to the bandwidth tests of put and get (put_bw, get, ucp_put_bw, "
+        "ucp_get), not to " +
+        o.params.test);
+    return fail(Status::InvalidParam);
+  }
   if (!o.is_server() && o.test_given && !o.tl_given &&
       registry.find(o.params.test)->info.api == Api::Uct) {
     say("missing transport: UCT tests need -x (e.g. -x tcp; mc_info -d lists them)");
@@ -290,6 +311,13 @@ void print_usage(FILE* out, const char* prog, const Registry& registry) {
       "                    memory type of messages: host (default), cuda (not supported yet)\n"
       "     -p <port>      TCP port of the control connection (%u)\n"
       "     -R <rank>      percentile rank of the first latency column (%.1f)\n"
+      "     --footprint <bytes>\n"
+      "                    put_bw, get, ucp_put_bw, ucp_get: cycle through this many bytes\n"
+      "                    of buffer on each side, message i at offset (i mod n) x size\n"
+      "                    with n = footprint / size, as a Transfer Engine batch spreads\n"
+      "                    over its buffer (the te_* tests' batch x threads x block);\n"
+      "                    units k, m, g. Default 0: every message from and to the same\n"
+      "                    bytes, hot in the cache (as ucx_perftest)\n"
       "     --timeout <t>  give up when the peer does not connect or the test makes no\n"
       "                    progress for <t> (60s); e.g. 10, 30s, 500ms; 0: no limit\n"
       "     --limits       measure this machine's limits (alone: only that): memcpy\n"

@@ -13,7 +13,7 @@ namespace mc::perf {
 namespace {
 
 constexpr uint32_t kMagic = 0x5450434d;  // "MCPT"
-constexpr uint16_t kVersion = 2;
+constexpr uint16_t kVersion = 3;
 
 // splitmix64: a different 8-byte word for every index and seed.
 uint64_t mix(uint64_t x) {
@@ -55,6 +55,11 @@ size_t Params::message_size() const {
   return std::accumulate(sizes.begin(), sizes.end(), 0ul);
 }
 
+uint64_t Params::slots() const {
+  const size_t len = message_size();
+  return len == 0 || footprint <= len ? 1 : footprint / len;
+}
+
 std::vector<uint8_t> encode_params(const Params& p) {
   std::vector<uint8_t> out;
   ucs::WireWriter w(&out);
@@ -76,6 +81,7 @@ std::vector<uint8_t> encode_params(const Params& p) {
   w.str(p.dev);
   w.u8(static_cast<uint8_t>(p.alloc));
   w.u64(p.seed);
+  w.u64(p.footprint);
   return out;
 }
 
@@ -113,6 +119,11 @@ Result<Params> decode_params(std::span<const uint8_t> wire) {
   if (alloc > 1) return Status::BadData;
   p.alloc = static_cast<Alloc>(alloc);
   p.seed = r.u64();
+  p.footprint = r.u64();
+  if (p.footprint > kMaxFootprint) {
+    MC_LOG(error) << "the peer's --footprint " << p.footprint << " is above " << kMaxFootprint;
+    return Status::BadData;
+  }
   if (!r.at_end()) {
     MC_LOG(error) << "malformed parameters from the peer (" << wire.size() << " bytes)";
     return Status::BadData;

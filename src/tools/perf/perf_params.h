@@ -50,12 +50,22 @@ struct Params {
   std::string dev;                ///< -d
   Alloc alloc = Alloc::Md;        ///< --alloc
   uint64_t seed = 0;              ///< data pattern seed, chosen by the client
+  /// --footprint: bytes of buffer a bandwidth test of put or get cycles
+  /// through on each side, message after message (0: one message's worth,
+  /// every message from and to the same bytes, as ucx_perftest).
+  uint64_t footprint = 0;
 
   /// Bytes in one message: the sum of `sizes`.
   size_t message_size() const;
+  /// Messages that fit in the footprint side by side (at least 1): message
+  /// i of a stream is at offset (i % slots()) x message_size().
+  uint64_t slots() const;
   /// Iterations including the warm-up.
   uint64_t total_iters() const { return iters + warmup; }
 };
+
+/// The largest --footprint: 64 GiB.
+inline constexpr uint64_t kMaxFootprint = uint64_t{1} << 36;
 
 /// The client's parameters as sent to the server.
 /// Layout (little-endian): u32 magic "MCPT" | u16 version | fields in

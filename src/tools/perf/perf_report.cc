@@ -77,6 +77,9 @@ void Reporter::header(const RunInfo& info) {
   box_line("Recv memory:", mem_kind_name(p.recv_mem));
   box_line("Message size:", std::to_string(p.message_size()));
   box_line("Window size:", std::to_string(info.window));
+  if (p.slots() > 1) {
+    box_line("Footprint:", std::to_string(p.slots() * p.message_size()) + " B per side, cycled");
+  }
   box_line("Transport:", info.transport + "/" + info.device + " (" + info.device_type + "), " +
                              info.protocol +
                              (opt_.loopback ? ", loopback" : ", peer " + opt_.server));
@@ -138,6 +141,11 @@ void Reporter::final(const PerfResult& r, const RunInfo& info, const Limits* lim
     std::printf("  transport    %s/%s (%s), %s, %zu-byte messages, window %u\n",
                 info.transport.c_str(), info.device.c_str(), info.device_type.c_str(),
                 info.protocol.c_str(), opt_.params.message_size(), info.window);
+    if (const uint64_t slots = opt_.params.slots(); slots > 1) {
+      std::printf("  footprint    %llu B per side: %llu messages side by side, cycled\n",
+                  static_cast<unsigned long long>(slots * opt_.params.message_size()),
+                  static_cast<unsigned long long>(slots));
+    }
     std::printf(
         "  %-12s usec, %s: avg %s  min %s  p50 %s  p99 %s  p99.9 %s  max %s  (%zu samples)\n",
         pp ? "latency" : "overhead", pp ? "half round trip" : "per posted operation",
@@ -183,6 +191,10 @@ void print_limits(const Limits& l, bool csv) {
   };
   std::printf("%sMachine limits (this host, MB = 2^20 B):\n", c);
   line("memcpy, " + size + "-byte copies", printf_string("%.2f MB/s", l.memcpy_bw / kMB));
+  if (l.footprint > 0) {
+    line("memcpy, " + size + "-byte copies over " + std::to_string(l.footprint) + " B (cold)",
+         printf_string("%.2f MB/s", l.memcpy_cold_bw / kMB));
+  }
   line("kernel TCP 127.0.0.1, one stream, " + size + "-byte writes",
        printf_string("%.2f MB/s", l.tcp_bw / kMB));
   line("kernel TCP 127.0.0.1 ping-pong, 8 B, busy-polling",

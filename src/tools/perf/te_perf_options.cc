@@ -110,7 +110,13 @@ const std::map<std::string, Flag>& flags() {
       {"block_size",
        {Kind::Uint,
         [](const std::string& v, TeOptions* o) {
+          o->block_size_given = true;
           return size_value(v, 1, uint64_t{1} << 32, &o->block_size);
+        }}},
+      {"iterations",
+       {Kind::Uint,
+        [](const std::string& v, TeOptions* o) {
+          return size_value(v, 1, uint64_t{1} << 32, &o->iterations);
         }}},
       {"buffer_size",
        {Kind::Uint,
@@ -148,7 +154,8 @@ const std::map<std::string, Flag>& flags() {
        {Kind::String,
         [](const std::string& v, TeOptions* o) {
           if (v != "read" && v != "write") return std::string("expected read or write");
-          o->test = "te_" + v;
+          o->operation = v;
+          if (o->test != "te_lat") o->test = "te_" + v;
           return std::string();
         }}},
       {"mode",
@@ -265,8 +272,9 @@ std::string flag_name(std::string_view arg, std::string_view* value, bool* has_v
 
 // Checks across flags once all are read; -1 when fine.
 int finish(TeOptions* o) {
-  if (o->test != "te_write" && o->test != "te_read")
-    return usage_error("unknown Transfer Engine test '" + o->test + "': te_write or te_read");
+  if (o->test != "te_write" && o->test != "te_read" && o->test != "te_lat")
+    return usage_error("unknown Transfer Engine test '" + o->test +
+                       "': te_write, te_read or te_lat");
   if (o->mode.empty()) o->mode = o->segment_id.empty() ? "target" : "initiator";
   if (o->mode == "initiator" && o->segment_id.empty())
     return usage_error("the initiator needs --segment_id (the target prints it)");
@@ -377,13 +385,19 @@ void print_te_usage(FILE* out) {
   const TeOptions d;
   std::fprintf(
       out,
-      "Transfer Engine tests (te_write, te_read): the command line of Mooncake's\n"
+      "Transfer Engine tests (te_write, te_read, te_lat): the command line of Mooncake's\n"
       "transfer_engine_bench, in gflags syntax (--flag=v, --flag v, -flag=v, --noflag);\n"
       "any of its flags, e.g. --mode=target, selects these tests without -t.\n"
       "  target:    mc_perftest --mode=target [--local_server_name=<host[:port]>]\n"
       "  initiator: mc_perftest --segment_id=<target's segment> [--operation=write]\n"
       "     -t te_write|te_read        the test; --operation=write|read says the same\n"
       "                                (default: read, as Mooncake's)\n"
+      "     -t te_lat                  latency of one transfer: one task per batch, the\n"
+      "                                time from submitTransfer to COMPLETED, --iterations\n"
+      "                                times for 8 B, 4 KiB and 64 KiB (or --block_size);\n"
+      "                                --operation says read or write (read)\n"
+      "     --iterations <n>           te_lat: measured transfers per size (%llu), after\n"
+      "                                a tenth as many unmeasured ones\n"
       "     --mode <m>                 target or initiator (default: initiator when\n"
       "                                --segment_id is given, else target)\n"
       "     --metadata_server <s>      metadata service (%s; or http://, etcd://, redis://)\n"
@@ -420,11 +434,12 @@ void print_te_usage(FILE* out) {
       "  The initiator prints Mooncake's line 'Test completed: duration D, batch count N,\n"
       "  throughput X GB/s' (in --report_unit), a summary with the lanes that carried\n"
       "  the transfers, then writes one batch with a fresh pattern, reads it back and\n"
-      "  compares it.\n",
-      d.metadata_server.c_str(), static_cast<unsigned long long>(d.batch_size),
-      static_cast<unsigned long long>(d.block_size), static_cast<unsigned long long>(d.threads),
-      static_cast<unsigned long long>(d.duration), kTeTargetSlackS,
-      static_cast<unsigned long long>(d.buffer_size),
+      "  compares it. te_lat prints p50, p99 and p99.9 in usec per size and one line\n"
+      "  'result test=te_lat op=<op> block=<B> ... p50_us=<v> p99_us=<v> p999_us=<v>'.\n",
+      static_cast<unsigned long long>(d.iterations), d.metadata_server.c_str(),
+      static_cast<unsigned long long>(d.batch_size), static_cast<unsigned long long>(d.block_size),
+      static_cast<unsigned long long>(d.threads), static_cast<unsigned long long>(d.duration),
+      kTeTargetSlackS, static_cast<unsigned long long>(d.buffer_size),
       static_cast<unsigned long long>(d.report_precision));
 }
 

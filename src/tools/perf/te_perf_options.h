@@ -17,13 +17,16 @@ namespace mc::perf {
 inline constexpr int kTeTargetSlackS = 30;
 
 struct TeOptions {
-  std::string test = "te_read";  ///< te_write or te_read (--operation, default read)
-  std::string mode;              ///< target or initiator; empty: by --segment_id
+  std::string test = "te_read";    ///< te_write, te_read (--operation, default read) or te_lat
+  std::string operation = "read";  ///< --operation: what te_lat's tasks do
+  std::string mode;                ///< target or initiator; empty: by --segment_id
   std::string metadata_server = "P2PHANDSHAKE";
   std::string segment_id;
   std::string local_server_name;
   uint64_t batch_size = 128;
   uint64_t block_size = 65536;
+  bool block_size_given = false;  ///< te_lat: only that size, else 8 B, 4 KiB and 64 KiB
+  uint64_t iterations = 10000;    ///< te_lat: measured transfers per size
   uint64_t buffer_size = uint64_t{1} << 30;
   uint64_t threads = 12;
   uint64_t duration = 10;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -311,6 +312,126 @@ int run_initiator(const TeOptions& o) {
   return ok ? 0 : kExitFailed;
 }
 
+// te_lat: the latency of one transfer, as a KV-cache user waiting for one
+// block sees it: a batch of one task, the time from submitTransfer until
+// getTransferStatus says COMPLETED (polled without pause), batch allocation
+// and release outside the clock.
+struct LatencyRun {
+  size_t size = 0;
+  uint64_t iterations = 0;
+  double avg_us = 0, min_us = 0, p50_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
+};
+
+// Nearest-rank percentile of sorted `v`.
+double nearest_rank(const std::vector<double>& v, double rank) {
+  const size_t idx = static_cast<size_t>(std::ceil(rank / 100.0 * double(v.size())));
+  return v[std::min(v.size() - 1, std::max<size_t>(idx, 1) - 1)];
+}
+
+// One timed transfer of `req`; false (said why) when it did not complete.
+bool time_one(TransferEngine& engine, const TransferRequest& req, double* usec) {
+  using Clock = std::chrono::steady_clock;
+  const BatchID id = engine.allocateBatchID(1);
+  if (id == kInvalidBatchID) return false;
+  TransferStatus st{};
+  const auto t0 = Clock::now();
+  bool ok = engine.submitTransfer(id, {req}) == 0;
+  while (ok) {
+    if (engine.getTransferStatus(id, 0, st) != 0) {
+      ok = false;
+    } else if (st.s != WAITING && st.s != PENDING) {
+      break;
+    }
+  }
+  *usec = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  if (ok && st.s != COMPLETED) {
+    std::fprintf(stderr, "mc_perftest: te_lat: a %zu-byte task ended %s\n", req.length,
+                 task_status_name(st.s));
+    ok = false;
+  }
+  return engine.freeBatchID(id) == 0 && ok;
+}
+
+bool run_latency_size(TransferEngine& engine, const TeOptions& o, TransferRequest req,
+                      LatencyRun* out) {
+  out->size = req.length;
+  out->iterations = o.iterations;
+  const uint64_t warmup = std::max<uint64_t>(o.iterations / 10, 1);
+  std::vector<double> samples;
+  samples.reserve(o.iterations);
+  for (uint64_t i = 0; i < warmup + o.iterations && !g_stop.load(); ++i) {
+    double us = 0;
+    if (!time_one(engine, req, &us)) return false;
+    if (i >= warmup) samples.push_back(us);
+  }
+  if (samples.empty()) return false;
+  std::sort(samples.begin(), samples.end());
+  double sum = 0;
+  for (double v : samples) sum += v;
+  out->iterations = samples.size();
+  out->avg_us = sum / double(samples.size());
+  out->min_us = samples.front();
+  out->max_us = samples.back();
+  out->p50_us = nearest_rank(samples, 50);
+  out->p99_us = nearest_rank(samples, 99);
+  out->p999_us = nearest_rank(samples, 99.9);
+  return true;
+}
+
+int run_latency(const TeOptions& o) {
+  const std::vector<size_t> sizes =
+      o.block_size_given ? std::vector<size_t>{o.block_size} : std::vector<size_t>{8, 4096, 65536};
+  const size_t largest = *std::max_element(sizes.begin(), sizes.end());
+  TransferEngine engine;
+  if (!init_engine(engine, o)) return kExitFailed;
+  Buffer local(largest, o.init_mem), check(largest, o.init_mem);
+  if (!local.data() || !check.data() ||
+      engine.registerLocalMemory(local.data(), local.length(), "cpu:0") != 0 ||
+      engine.registerLocalMemory(check.data(), check.length(), "cpu:0", false) != 0) {
+    std::fprintf(stderr, "mc_perftest: cannot allocate and register %zu B\n", largest);
+    return kExitFailed;
+  }
+  SegmentHandle seg = -1;
+  uint64_t remote = 0;
+  if (!open_target(engine, o, largest, &seg, &remote)) return kExitFailed;
+  pattern_fill(local.data(), largest, 1);
+  const auto op = o.operation == "write" ? TransferRequest::WRITE : TransferRequest::READ;
+  std::vector<LatencyRun> runs;
+  for (size_t size : sizes) {
+    LatencyRun r;
+    if (!run_latency_size(engine, o, {op, local.data(), seg, remote, size}, &r)) {
+      std::fprintf(stderr, "mc_perftest: te_lat failed: a %zu-byte transfer did not complete\n",
+                   size);
+      return kExitFailed;
+    }
+    runs.push_back(r);
+  }
+  const std::string transport = transport_description(engine, seg, local.data(), remote);
+  TeOptions one = o;
+  one.batch_size = 1;
+  one.block_size = largest;
+  std::string result;
+  const bool ok = check_data(engine, one, local.data(), check.data(), seg, remote, &result);
+  std::printf("te_lat: %s, one task per batch, usec from submitTransfer to COMPLETED\n",
+              o.operation.c_str());
+  for (const LatencyRun& r : runs) {
+    std::printf(
+        "  %8zu B  p50 %9.3f  p99 %9.3f  p99.9 %9.3f  avg %9.3f  min %9.3f  max %9.3f  (%llu)\n",
+        r.size, r.p50_us, r.p99_us, r.p999_us, r.avg_us, r.min_us, r.max_us,
+        static_cast<unsigned long long>(r.iterations));
+  }
+  std::printf("  transport    %s\n", transport.c_str());
+  std::printf("  data check   %s\n", result.c_str());
+  for (const LatencyRun& r : runs) {
+    std::printf(
+        "result test=te_lat op=%s block=%zu iters=%llu p50_us=%.3f p99_us=%.3f p999_us=%.3f "
+        "avg_us=%.3f check=%s\n",
+        o.operation.c_str(), r.size, static_cast<unsigned long long>(r.iterations), r.p50_us,
+        r.p99_us, r.p999_us, r.avg_us, ok ? "passed" : "failed");
+  }
+  return ok ? 0 : kExitFailed;
+}
+
 }  // namespace
 
 void print_te_help(FILE* out) {
@@ -326,6 +447,10 @@ void register_te_tests(Registry& registry) {
   registry.add(TestInfo{"te_read", Api::TransferEngine, TestType::Stream,
                         "batch read throughput / request rate (own options, see below)", "overhead",
                         Layout::Zcopy},
+               unused);
+  registry.add(TestInfo{"te_lat", Api::TransferEngine, TestType::PingPong,
+                        "one transfer's latency, submit to COMPLETED (own options, see below)",
+                        "latency", Layout::Zcopy},
                unused);
 }
 
@@ -344,7 +469,8 @@ int run_te_perf(int argc, char** argv) {
   TeOptions o;
   if (const int rc = parse_te_options(argc, argv, &o); rc >= 0) return rc;
   apply_flags(o);
-  return o.mode == "target" ? run_target(o) : run_initiator(o);
+  if (o.mode == "target") return run_target(o);
+  return o.test == "te_lat" ? run_latency(o) : run_initiator(o);
 }
 
 }  // namespace mc::perf

@@ -25,6 +25,20 @@ const char* cmd_name(UcpCmd cmd) {
 void UcpTest::use_final() {
   src_ = dst_ = buf(Buf::Final);
   src_params_.memh = dst_params_.memh = memh(Buf::Final);
+  slot_off_ = 0;
+}
+
+// --footprint: message `iter` goes from and to slot iter % slots_ of the
+// send buffer (a get: lands in the receive buffer) and of the peer's; the
+// last message stays on the final buffer and offset 0.
+void UcpTest::use_slot(uint64_t iter) {
+  if (slots_ <= 1 || iter + 1 == total_) return;
+  slot_off_ = (iter % slots_) * len_;
+  if (cmd_ == UcpCmd::Get) {
+    dst_ = buf(Buf::Recv) + slot_off_;
+  } else {
+    src_ = buf(Buf::Send) + slot_off_;
+  }
 }
 
 // Posts one request; its callback counts it done. An error returned here
@@ -36,10 +50,10 @@ Status UcpTest::post() {
   Status s = Status::InvalidParam;
   switch (cmd_) {
     case UcpCmd::Put:
-      s = ep_->put_nbx(src_, len_, remote_addr_, *rkey_, src_params_).status();
+      s = ep_->put_nbx(src_, len_, remote_addr_ + slot_off_, *rkey_, src_params_).status();
       break;
     case UcpCmd::Get:
-      s = ep_->get_nbx(dst_, len_, remote_addr_, *rkey_, dst_params_).status();
+      s = ep_->get_nbx(dst_, len_, remote_addr_ + slot_off_, *rkey_, dst_params_).status();
       break;
     case UcpCmd::Am: s = ep_->am_send_nbx(kUcpDataAm, src_, len_, src_params_).status(); break;
   }
@@ -119,6 +133,7 @@ Status UcpTest::run_pingpong() {
 Status UcpTest::post_until(uint64_t end, Measurement* measure) {
   for (; iter_ < end; ++iter_) {
     if (outstanding_ >= window_) MC_RETURN_IF_ERROR(wait_outstanding(window_ - 1));
+    use_slot(iter_);
     MC_RETURN_IF_ERROR(post());
     if (measure) measure->update(len_);
   }

@@ -111,6 +111,7 @@ UcpTest::UcpTest(const TestInfo& test, RunContext& ctx, UcpCmd cmd)
       own_seed_(client_ ? p_.seed : p_.seed ^ kServerSeedMix),
       peer_seed_(client_ ? p_.seed ^ kServerSeedMix : p_.seed),
       window_(test.type == TestType::PingPong ? 1 : std::max(1u, ctx.params.window)),
+      slots_(test.type == TestType::Stream && cmd != UcpCmd::Am ? ctx.params.slots() : 1),
       wd_(*ctx.watchdog) {
   own_final_seed_ = pattern_final_seed(own_seed_);
   peer_final_seed_ = pattern_final_seed(peer_seed_);
@@ -167,15 +168,21 @@ Status UcpTest::open_side() {
   worker_ = std::move(*worker);
   // --alloc md: UCP allocates (as ucx_perftest's ucp_mem_map ALLOCATE), so
   // sm gives shared memory the peer maps; heap: registered heap memory.
+  // With a footprint, the buffer a stream's messages come from (put: the
+  // client's send buffer; get: the server's) and the one they land in are
+  // that large, every page written before the run.
+  const bool source = (cmd_ == UcpCmd::Put) == client_;
+  const int large = static_cast<int>(source ? Buf::Send : Buf::Recv);
   for (int i = 0; i < kBufs; ++i) {
+    const size_t length = i == large ? len_ * slots_ : len_;
     Result<std::unique_ptr<ucp::MemHandle>> memh = Status::NoMemory;
     if (p_.alloc == Alloc::Md) {
-      memh = ucp::MemHandle::alloc(*context_, len_);
+      memh = ucp::MemHandle::alloc(*context_, length);
+      if (memh.ok() && slots_ > 1 && i == large) std::memset((*memh)->address(), 0, length);
     } else {
-      bufs_[i] = std::make_unique<AlignedBuffer>(len_);
+      bufs_[i] = std::make_unique<AlignedBuffer>(length);
       if (!bufs_[i]->data()) {
-        why_ = "cannot allocate " + std::to_string(kBufs) + " buffers of " +
-               std::to_string(len_) + " bytes";
+        why_ = "cannot allocate a buffer of " + std::to_string(length) + " bytes";
         MC_LOG(error) << why_;
         return Status::NoMemory;
       }
@@ -183,7 +190,7 @@ Status UcpTest::open_side() {
     }
     if (!memh.ok()) {
       why_ = std::string(p_.alloc == Alloc::Md ? "cannot allocate " : "cannot register ") +
-             std::to_string(len_) + " bytes: " + ucs::status_string(memh.status());
+             std::to_string(length) + " bytes: " + ucs::status_string(memh.status());
       MC_LOG(error) << why_;
       return memh.status();
     }

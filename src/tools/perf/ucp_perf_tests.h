@@ -55,13 +55,12 @@ class UcpTest {
   Status connect(std::span<const uint8_t> peer_wire);
   void fill_info();
   void install_handlers();
-  uint8_t* buf(Buf b) const {
-    return static_cast<uint8_t*>(memh_[static_cast<int>(b)]->address());
-  }
+  uint8_t* buf(Buf b) const { return static_cast<uint8_t*>(memh_[static_cast<int>(b)]->address()); }
   const ucp::MemHandle* memh(Buf b) const { return memh_[static_cast<int>(b)].get(); }
 
   // ucp_perf_ops.cc: posting, waiting, the tests, the end.
   void use_final();
+  void use_slot(uint64_t iter);
   Status post();
   Status wait_outstanding(unsigned max_outstanding);
   Status flush();
@@ -94,6 +93,7 @@ class UcpTest {
   const uint64_t peer_seed_;
   uint64_t own_final_seed_ = 0, peer_final_seed_ = 0;  // the last message's patterns
   unsigned window_;
+  const uint64_t slots_;  // messages side by side in the footprint (1: none)
   Watchdog& wd_;
 
   uint64_t iter_ = 0;    // the iteration in progress
@@ -122,6 +122,7 @@ class UcpTest {
   std::unique_ptr<ucp::Rkey> peer_recv_rkey_, peer_send_rkey_;
 
   uint64_t remote_addr_ = 0;  // put: the peer's receive buffer; get: its send buffer
+  uint64_t slot_off_ = 0;     // the next message's offset in both buffers (--footprint)
   const ucp::Rkey* rkey_ = nullptr;
   uint8_t* src_ = nullptr;  // what the next message is sent from
   uint8_t* dst_ = nullptr;  // where the next get lands

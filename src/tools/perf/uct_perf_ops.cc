@@ -13,6 +13,25 @@ namespace mc::perf {
 void UctTest::use_final() {
   src_ = dst_ = buf(Buf::Final);
   src_iov_ = dst_iov_ = &iov_[static_cast<int>(Buf::Final)];
+  slot_off_ = 0;
+}
+
+// --footprint: message `iter` goes from and to slot iter % slots_ of the
+// send buffer (a get: lands in the receive buffer) and of the peer's.
+void UctTest::use_slot(uint64_t iter) {
+  if (slots_ <= 1) return;
+  slot_off_ = (iter % slots_) * len_;
+  const Buf b = cmd_ == UctCmd::Get ? Buf::Recv : Buf::Send;
+  const std::vector<uct::Iov>& base = iov_[static_cast<int>(b)];
+  slot_iov_ = base;
+  for (uct::Iov& v : slot_iov_) v.buffer = static_cast<uint8_t*>(v.buffer) + slot_off_;
+  if (cmd_ == UctCmd::Get) {
+    dst_ = buf(b) + slot_off_;
+    dst_iov_ = &slot_iov_;
+  } else {
+    src_ = buf(b) + slot_off_;
+    src_iov_ = &slot_iov_;
+  }
 }
 
 size_t UctTest::pack_send(void* dest, void* arg) {
@@ -41,17 +60,20 @@ Status UctTest::post_once() {
       break;
     case UctCmd::Put:
       switch (layout_) {
-        case Layout::Short: return ep_->put_short(src_, len_, remote_addr_, *rkey_);
-        case Layout::Bcopy: return ep_->put_bcopy(pack_send, this, remote_addr_, *rkey_).status();
+        case Layout::Short: return ep_->put_short(src_, len_, remote_addr_ + slot_off_, *rkey_);
+        case Layout::Bcopy:
+          return ep_->put_bcopy(pack_send, this, remote_addr_ + slot_off_, *rkey_).status();
         case Layout::Zcopy:
-          return ep_->put_zcopy(src_iov_->data(), src_iov_->size(), remote_addr_, *rkey_, &comp_);
+          return ep_->put_zcopy(src_iov_->data(), src_iov_->size(), remote_addr_ + slot_off_,
+                                *rkey_, &comp_);
       }
       break;
     case UctCmd::Get:
       if (layout_ == Layout::Bcopy) {
-        return ep_->get_bcopy(unpack_recv, this, len_, remote_addr_, *rkey_, &comp_);
+        return ep_->get_bcopy(unpack_recv, this, len_, remote_addr_ + slot_off_, *rkey_, &comp_);
       }
-      return ep_->get_zcopy(dst_iov_->data(), dst_iov_->size(), remote_addr_, *rkey_, &comp_);
+      return ep_->get_zcopy(dst_iov_->data(), dst_iov_->size(), remote_addr_ + slot_off_, *rkey_,
+                            &comp_);
   }
   return Status::InvalidParam;
 }

@@ -104,9 +104,10 @@ AlignedBuffer::~AlignedBuffer() {
   std::free(data_);
 }
 
-Result<std::unique_ptr<UctSide>> UctSide::open(const UctResource& resource, size_t length,
-                                               Alloc alloc, ucs::EventLoop* async,
-                                               uct::ErrorHandler on_error, std::string* why) {
+Result<std::unique_ptr<UctSide>> UctSide::open(const UctResource& resource,
+                                               const BufLengths& lengths, Alloc alloc,
+                                               ucs::EventLoop* async, uct::ErrorHandler on_error,
+                                               std::string* why) {
   auto fail = [why](std::string text, Status s) {
     *why = std::move(text) + ": " + ucs::status_string(s);
     MC_LOG(error) << *why;
@@ -132,7 +133,7 @@ Result<std::unique_ptr<UctSide>> UctSide::open(const UctResource& resource, size
   side->attr_ = side->iface_->query();
   side->md_allocated_ = alloc == Alloc::Md && (side->md_->query().flags & uct::kMdAlloc);
   for (int i = 0; i < kBufs; ++i) {
-    const Status s = side->make_buf(i, length, why);
+    const Status s = side->make_buf(i, lengths[i], why);
     if (is_error(s)) return s;
   }
   return side;

@@ -4,6 +4,7 @@
 // the endpoint and remote keys of the peer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -54,21 +55,26 @@ class AlignedBuffer {
   size_t length_ = 0;
 };
 
-/// The buffers of a side, each of the message size: what it sends, what it
+/// The buffers of a side, each of the message size (send and receive: of
+/// the footprint, when the test cycles through one): what it sends, what it
 /// sends last (a distinct pattern, so the final check proves the last
 /// message moved; a get's last destination), and what peers put into (or
 /// get from: the send buffer).
 enum class Buf : uint8_t { Send = 0, Final = 1, Recv = 2 };
 
+/// The length of each buffer, by Buf.
+using BufLengths = std::array<size_t, 3>;
+
 class UctSide {
  public:
-  /// Opens the md and the iface and makes the buffers of `length` bytes,
+  /// Opens the md and the iface and makes the buffers of `lengths` bytes,
   /// for local and remote access: from the md's mem_alloc when `alloc` is
   /// Md and the md has one, else heap memory registered with mem_reg. On
   /// error `why` (logged) says what failed.
-  static Result<std::unique_ptr<UctSide>> open(const UctResource& resource, size_t length,
-                                               Alloc alloc, ucs::EventLoop* async,
-                                               uct::ErrorHandler on_error, std::string* why);
+  static Result<std::unique_ptr<UctSide>> open(const UctResource& resource,
+                                               const BufLengths& lengths, Alloc alloc,
+                                               ucs::EventLoop* async, uct::ErrorHandler on_error,
+                                               std::string* why);
 
   const UctResource& resource() const { return resource_; }
   uct::MemoryDomain& md() const { return *md_; }

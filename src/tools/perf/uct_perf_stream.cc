@@ -39,6 +39,8 @@ Status UctTest::run_stream_client() {
         MC_RETURN_IF_ERROR(flush());
       }
       use_final();
+    } else {
+      use_slot(iter_);
     }
     if (comp_.count - 1 >= static_cast<int>(window_)) MC_RETURN_IF_ERROR(wait_window(window_ - 1));
     MC_RETURN_IF_ERROR(post());

@@ -88,6 +88,7 @@ UctTest::UctTest(const TestInfo& test, RunContext& ctx, UctCmd cmd)
       own_seed_(client_ ? p_.seed : p_.seed ^ kServerSeedMix),
       peer_seed_(client_ ? p_.seed ^ kServerSeedMix : p_.seed),
       window_(test.type == TestType::PingPong ? 1 : ctx.params.window),
+      slots_(test.type == TestType::Stream && cmd != UctCmd::Am ? ctx.params.slots() : 1),
       wd_(*ctx.watchdog) {
   flush_comp_.func = [](uct::Completion* c) { *static_cast<bool*>(c->arg) = true; };
   flush_comp_.arg = &flushed_;
@@ -135,7 +136,17 @@ Status UctTest::open_side(const std::string& dev, const std::string& preferred_d
   auto on_error = [wd](uct::Endpoint*, Status status) {
     wd->fail(status, "the transport lost the connection to the peer");
   };
-  MC_ASSIGN_OR_RETURN(side_, UctSide::open(res, len_, p_.alloc, ctx_.async, on_error, &why_));
+  // With a footprint, the buffer a stream's messages come from (put: the
+  // client's send buffer; get: the server's) and the one they land in are
+  // that large; both over one iface (self).
+  BufLengths lengths{len_, len_, len_};
+  if (slots_ > 1) {
+    const bool self = res.tl.dev_type == uct::DeviceType::Self;
+    const bool source = (cmd_ == UctCmd::Put) == client_;
+    if (self || source) lengths[static_cast<int>(Buf::Send)] = len_ * slots_;
+    if (self || !source) lengths[static_cast<int>(Buf::Recv)] = len_ * slots_;
+  }
+  MC_ASSIGN_OR_RETURN(side_, UctSide::open(res, lengths, p_.alloc, ctx_.async, on_error, &why_));
   MC_RETURN_IF_ERROR(check_capability());
   iface_ = &side_->iface();
   for (Buf b : {Buf::Send, Buf::Final, Buf::Recv}) {

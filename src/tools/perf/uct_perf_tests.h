@@ -52,6 +52,7 @@ class UctTest {
   void fill_info();
   void install_handlers();
   void use_final();
+  void use_slot(uint64_t iter);
   uint8_t* buf(Buf b) const { return buf_[static_cast<int>(b)]; }
   Status post();
   Status post_once();
@@ -92,6 +93,7 @@ class UctTest {
   uint64_t own_final_seed_ = 0, peer_final_seed_ = 0;  // the last message's patterns
   bool single_ = false;  // loopback over one iface (self): the peer is this side
   unsigned window_;
+  const uint64_t slots_;  // messages side by side in the footprint (1: none)
   Watchdog& wd_;
 
   // Completions outlive the side: a transport may still hold them when a
@@ -114,7 +116,9 @@ class UctTest {
   std::unique_ptr<UctSide> side_;
   uct::Iface* iface_ = nullptr;
   uct::Endpoint* ep_ = nullptr;
-  uint64_t remote_addr_ = 0;  // put: the peer's receive buffer; get: its send buffer
+  uint64_t remote_addr_ = 0;        // put: the peer's receive buffer; get: its send buffer
+  uint64_t slot_off_ = 0;           // the next message's offset in both buffers (--footprint)
+  std::vector<uct::Iov> slot_iov_;  // the -s pieces at that offset
   const uct::Rkey* rkey_ = nullptr;
   uint8_t* buf_[3] = {};          // by Buf: send, final, receive
   std::vector<uct::Iov> iov_[3];  // by Buf: the -s pieces of each

@@ -31,6 +31,7 @@ struct EpEntry {
   bool failed = false;                            ///< an operation failed: no new work goes to it
   /// (local, remote location) pairs whose path choice was logged.
   std::set<std::pair<std::string, std::string>> paths_logged;
+  const std::pair<std::string, std::string>* last_logged = nullptr;  ///< in paths_logged
   ~EpEntry() {
     rkeys.clear();  // an rkey must not outlive its endpoint
     ep.reset();

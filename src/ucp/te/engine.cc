@@ -588,6 +588,7 @@ SegmentHandle TransferEngine::Impl::open_segment(const std::string& name) {
         e->rkeys.resize(desc->buffers.size());
       }
       seg.desc = std::move(*desc);
+      seg.last_rails = nullptr;  // its buffer indexes may name other buffers now
     }
     return known;
   }

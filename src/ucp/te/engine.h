@@ -4,8 +4,9 @@
 // batches, the progress thread and the task state machine; engine_notify.cc
 // the notifications (over te::Notifier).
 //
-// Threads: the caller's threads (the API), the progress thread (drives the
-// UCP worker, posts queued tasks, completes them), the RPC listener's thread
+// Threads: the caller's threads (the API; submitTransfer posts its tasks
+// itself when none is queued), the progress thread (drives the UCP worker,
+// posts queued tasks, completes them), the RPC listener's thread
 // (serves the descriptor and notifications), the Notifier's sending and
 // keyer threads, the metadata refresher (engine_refresh.cc: puts this
 // engine's keys again when the store lost them), and the metadata backend's
@@ -86,6 +87,10 @@ struct RemoteSegment {
   /// Device preference by (local location, remote buffer location), made on
   /// first use (engine_paths.cc).
   std::map<std::pair<std::string, std::string>, ucp::RailPreference> rails;
+  /// The entry of `rails` found last, for its local location and buffer.
+  const ucp::RailPreference* last_rails = nullptr;
+  std::string last_rails_local;
+  size_t last_rails_index = 0;
 };
 
 struct Batch;
@@ -227,8 +232,9 @@ class TransferEngine::Impl {
 
   // engine_transfer.cc
   void progress_loop();
-  void post_pending_locked(uint64_t now);
+  unsigned post_pending_locked(uint64_t now);  ///< how many tasks it posted
   bool post_task_locked(Task* task, uint64_t now);
+  void flush_writes_locked(uint64_t now);
   Result<te::EndpointStore::Entry> endpoint_locked(int32_t segment);
   Result<const ucp::Rkey*> rkey_locked(te::EpEntry& entry, const RemoteSegment& seg, size_t index);
   void on_op_done_locked(Task* task, Status status);
@@ -281,6 +287,11 @@ class TransferEngine::Impl {
   BatchID next_batch_ = 1;
   std::deque<Task*> pending_;  ///< WAITING tasks to post
   size_t inflight_ = 0;        ///< tasks PENDING in UCP
+  uint64_t last_post_ns_ = 0;  ///< when submit() last posted tasks itself
+  /// Writes whose put is posted and whose flush is not, by endpoint, and
+  /// those endpoints in posting order (post_pending_locked flushes them).
+  std::map<const te::EpEntry*, std::vector<Task*>> unflushed_;
+  std::vector<te::EndpointStore::Entry> unflushed_entries_;
   std::unique_ptr<te::EndpointStore> endpoints_;
   /// The nvmeof transport of this process, opened by the first file segment
   /// (set under open_mu_ and mu_; used under mu_).

@@ -71,21 +71,39 @@ ucp::RailPreference TransferEngine::Impl::rail_preference(
 
 const ucp::RailPreference* TransferEngine::Impl::rails_locked(RemoteSegment& seg,
                                                               const Task& task) {
-  const std::string local = task.local ? task.local->location : "";
+  static const std::string kUnregistered;
+  const std::string& local = task.local ? task.local->location : kUnregistered;
+  // Tasks come in runs of the same buffers: the last answer first, without
+  // building the key.
+  if (seg.last_rails && seg.last_rails_index == task.buffer_index &&
+      seg.last_rails_local == local) {
+    return seg.last_rails->empty() ? nullptr : seg.last_rails;
+  }
   const std::string& remote = seg.desc.buffers[task.buffer_index].name;
   auto key = std::make_pair(local, remote);
   auto it = seg.rails.find(key);
   if (it == seg.rails.end()) {
     it = seg.rails.emplace(key, rail_preference(local, remote, seg.desc.priority_matrix)).first;
   }
+  seg.last_rails = &it->second;
+  seg.last_rails_index = task.buffer_index;
+  seg.last_rails_local = local;
   return it->second.empty() ? nullptr : &it->second;
 }
 
 void TransferEngine::Impl::log_path_locked(te::EpEntry& entry, const RemoteSegment& seg,
                                            const Task& task, const ucp::RailPreference* rails) {
-  const std::string local = task.local ? task.local->location : "unregistered";
+  static const std::string kUnregistered = "unregistered";
+  const std::string& local = task.local ? task.local->location : kUnregistered;
   const std::string& remote = seg.desc.buffers[task.buffer_index].name;
-  if (!entry.paths_logged.insert({local, remote}).second) return;
+  // The pair logged last is logged: no key to build for it.
+  if (entry.last_logged && entry.last_logged->first == local &&
+      entry.last_logged->second == remote) {
+    return;
+  }
+  const auto [logged, fresh] = entry.paths_logged.insert({local, remote});
+  entry.last_logged = &*logged;
+  if (!fresh) return;
   std::ostringstream os;
   os << "transfer engine: path to segment '" << seg.name << "' for " << local << " -> " << remote
      << " memory: ";

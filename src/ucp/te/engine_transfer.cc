@@ -74,7 +74,16 @@ int TransferEngine::Impl::submit(BatchID id, const std::vector<TransferRequest>&
       MC_LOG(error) << "transfer engine: submitTransfer: unknown batch " << id;
       return static_cast<int>(Status::NoElem);
     }
+    const bool idle = pending_.empty();
     rc = submit_locked(*it->second, entries);
+    // Nothing queued before these: post them from this thread now, not one
+    // thread hop later (the progress thread completes them; it polls, as
+    // the post counts as activity). A queue already waiting (back-off) is
+    // left to the progress thread, in order.
+    if (rc == 0 && idle && !stop_ && !pending_.empty()) {
+      last_post_ns_ = ucs::monotonic_ns();
+      post_pending_locked(last_post_ns_);
+    }
   }
   if (rc == 0) wake_.notify_one();
   return rc;
@@ -83,9 +92,8 @@ int TransferEngine::Impl::submit(BatchID id, const std::vector<TransferRequest>&
 int TransferEngine::Impl::submit_locked(Batch& batch, const std::vector<TransferRequest>& entries) {
   const uint64_t now = ucs::monotonic_ns();
   if (entries.size() > batch.capacity - batch.tasks.size()) {
-    MC_LOG(error) << "transfer engine: submitTransfer: " << entries.size()
-                  << " tasks exceed batch " << batch.id << " (" << batch.tasks.size() << " of "
-                  << batch.capacity << " used)";
+    MC_LOG(error) << "transfer engine: submitTransfer: " << entries.size() << " tasks exceed batch "
+                  << batch.id << " (" << batch.tasks.size() << " of " << batch.capacity << " used)";
     return static_cast<int>(Status::NoResource);
   }
   for (const TransferRequest& req : entries) {
@@ -218,16 +226,16 @@ void TransferEngine::Impl::fail_posting_locked(Task* task, Status status, uint64
   const std::string segment = "segment '" + (it != segments_.end() ? it->second->name : "?") +
                               "' (handle " + std::to_string(task->req.target_id) + ")";
   if (status == Status::Timeout || now >= task->deadline_ns) {
-    MC_LOG(warn) << "transfer engine: task to " << segment << " timed out after "
-                 << task->attempts << " attempts (" << status << ")";
+    MC_LOG(warn) << "transfer engine: task to " << segment << " timed out after " << task->attempts
+                 << " attempts (" << status << ")";
     finish_locked(task, TIMEOUT);
   } else if (task->attempts > retry_cnt_) {
-    MC_LOG(error) << "transfer engine: task to " << segment << " failed after "
-                  << task->attempts << " attempts: " << status;
+    MC_LOG(error) << "transfer engine: task to " << segment << " failed after " << task->attempts
+                  << " attempts: " << status;
     finish_locked(task, FAILED);
   } else {
-    MC_LOG(debug) << "transfer engine: task to " << segment << " attempt "
-                  << task->attempts << " failed (" << status << "); retrying";
+    MC_LOG(debug) << "transfer engine: task to " << segment << " attempt " << task->attempts
+                  << " failed (" << status << "); retrying";
     task->status = WAITING;
     task->first_error = Status::Ok;
     // Back-off: 1 ms doubling, at most 64 ms.
@@ -279,8 +287,9 @@ bool TransferEngine::Impl::post_task_locked(Task* task, uint64_t now) {
     params.timeout = std::chrono::nanoseconds(task->deadline_ns - now);
   }
   params.callback = [this, task](Status s) { on_op_done_locked(task, s); };
-  // A write is complete when it is remote: a flush follows the put, and the
-  // task ends with the second callback.
+  // A write is complete when it is remote: a flush of its endpoint follows
+  // the put, one for every write posted to it in this pass
+  // (flush_writes_locked), and the task ends with the second callback.
   const bool write = task->req.opcode == TransferRequest::WRITE;
   ucp::Endpoint& ep = *(*entry)->ep;
   task->outstanding = write ? 2 : 1;
@@ -298,26 +307,52 @@ bool TransferEngine::Impl::post_task_locked(Task* task, uint64_t now) {
   }
   task->requests.push_back(*req);
   if (write) {
-    ucp::RequestParams fp;
-    fp.timeout = params.timeout;
-    fp.callback = params.callback;
-    Result<std::shared_ptr<ucp::Request>> flush = ep.flush(fp);
-    if (!flush.ok()) {
-      on_op_done_locked(task, flush.status());
-    } else {
-      task->requests.push_back(*flush);
-    }
+    std::vector<Task*>& group = unflushed_[entry->get()];
+    if (group.empty()) unflushed_entries_.push_back(*entry);
+    group.push_back(task);
   }
   return true;
 }
 
-void TransferEngine::Impl::post_pending_locked(uint64_t now) {
+// One flush per endpoint for the writes posted to it since the last call:
+// it completes once every one of their puts is remote, and calls each of
+// them back (a flush per write cost a flush of every lane per task).
+void TransferEngine::Impl::flush_writes_locked(uint64_t now) {
+  for (const te::EndpointStore::Entry& entry : unflushed_entries_) {
+    auto it = unflushed_.find(entry.get());
+    if (it == unflushed_.end()) continue;
+    auto tasks = std::make_shared<std::vector<Task*>>(std::move(it->second));
+    unflushed_.erase(it);
+    ucp::RequestParams fp;
+    uint64_t deadline = UINT64_MAX;
+    for (const Task* t : *tasks) deadline = std::min(deadline, t->deadline_ns);
+    if (deadline != UINT64_MAX)
+      fp.timeout = std::chrono::nanoseconds(deadline > now ? deadline - now : 0);
+    fp.callback = [this, tasks](Status s) {
+      for (Task* t : *tasks) on_op_done_locked(t, s);
+    };
+    Result<std::shared_ptr<ucp::Request>> flush = entry->ep->flush(fp);
+    if (!flush.ok()) {
+      for (Task* t : *tasks) on_op_done_locked(t, flush.status());
+      continue;
+    }
+    for (Task* t : *tasks) {
+      if (t->status == PENDING) t->requests.push_back(*flush);
+    }
+  }
+  unflushed_entries_.clear();
+}
+
+unsigned TransferEngine::Impl::post_pending_locked(uint64_t now) {
   // Each queued task once per pass; retried ones go to the back.
+  unsigned posted = 0;
   for (size_t n = pending_.size(); n > 0 && !pending_.empty(); --n) {
     Task* task = pending_.front();
     pending_.pop_front();
-    post_task_locked(task, now);
+    posted += post_task_locked(task, now) ? 1 : 0;
   }
+  if (!unflushed_entries_.empty()) flush_writes_locked(now);
+  return posted;
 }
 
 void TransferEngine::Impl::progress_loop() {
@@ -326,13 +361,16 @@ void TransferEngine::Impl::progress_loop() {
   while (!stop_) {
     unsigned events = worker_->progress();
     if (file_iface_) events += file_iface_->progress();
-    post_pending_locked(ucs::monotonic_ns());
+    // A task posted counts as an event: its completion is polled for, not
+    // slept through (a sleep held one task's completion for up to 1 ms).
+    events += post_pending_locked(ucs::monotonic_ns());
     endpoints_->reap();
     const bool busy = inflight_ > 0 || !pending_.empty();
     const uint64_t now = ucs::monotonic_ns();
     if (events > 0) last_events_ns = now;
-    // With work in flight that completed something in the last 200 us, poll
-    // on, yielding to the threads that serve the transports (tcp's): a sleep
+    last_events_ns = std::max(last_events_ns, last_post_ns_);  // posted by submit()
+    // With work in flight that was posted or completed something in the last
+    // 200 us, poll on, yielding to the threads that serve the transports (tcp's): a sleep
     // held every completion until it ended. Otherwise sleep until new work,
     // briefly when something is in flight, longer the longer nothing
     // completed (a sixteenth of that quiet time, 50 us to 1 ms: a stopped
