@@ -233,8 +233,13 @@ __attribute__((always_inline)) inline Status Endpoint::post_now(
       call == proto::SliceCall::Zcopy || (call == proto::SliceCall::Bcopy && op == proto::Op::Get);
   if (call == proto::SliceCall::None || (completes_later && !slot)) return Status::Unsupported;
   if (completes_later) slot->reset();
-  return proto::post_slice(op, call, lr, buffer, length, remote_addr, *urkey, umemh,
-                           completes_later ? &slot->comp : nullptr);
+  const Status s = proto::post_slice(op, call, lr, buffer, length, remote_addr, *urkey, umemh,
+                                     completes_later ? &slot->comp : nullptr);
+  if (s == Status::InProgress && completes_later) {
+    slot->lane = &lr;  // its bytes are done when it fires
+    slot->length = length;
+  }
+  return s;
 }
 
 std::shared_ptr<Request> Endpoint::rma_now(proto::Op op, const proto::ProtoRange& range,

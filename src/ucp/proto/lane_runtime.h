@@ -29,6 +29,11 @@ struct LaneRuntime {
   /// Payload bytes of the put and get slices posted on it (statistics,
   /// tests, the Transfer Engine's path report). Never cleared.
   mutable uint64_t rma_bytes = 0;
+  /// Of those, the bytes whose slice has completed: at once (a put short or
+  /// bcopy) or by its transport's completion, an error included. rma_bytes -
+  /// rma_done_bytes are in flight on the lane now (the Transfer Engine's NIC
+  /// load statistics). Never cleared.
+  mutable uint64_t rma_done_bytes = 0;
 };
 
 /// Registrations of one user buffer for the lanes of one operation: the

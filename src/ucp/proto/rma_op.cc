@@ -34,15 +34,25 @@ Status RmaOp::issue(size_t lane, const Slice& s, uct::Completion* comp) {
                     memh, comp);
 }
 
+void RmaOp::completed(size_t lane, const Slice& s) {
+  (*ep_lanes_)[params_.lanes[lane]].rma_done_bytes += s.length;
+}
+
 void PostedSliceOp::Slot::reset() {
   comp.count = 1;
   comp.status = Status::Ok;
   fired = false;
+  lane = nullptr;
+  length = 0;
 }
 
 std::unique_ptr<PostedSliceOp::Slot> PostedSliceOp::make_slot() {
   auto slot = std::make_unique<Slot>();
-  slot->comp.func = [](uct::Completion* c) { static_cast<Slot*>(c->arg)->fired = true; };
+  slot->comp.func = [](uct::Completion* c) {
+    auto* s = static_cast<Slot*>(c->arg);
+    s->fired = true;
+    if (s->lane) s->lane->rma_done_bytes += s->length;
+  };
   slot->comp.arg = slot.get();
   return slot;
 }

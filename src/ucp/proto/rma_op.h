@@ -46,6 +46,7 @@ class RmaOp : public RequestOp, private SliceIssuer {
  private:
   ucs::Status issue(size_t lane, const Slice& slice, uct::Completion* comp) override;
   ucs::Status lane_status(size_t lane) const override;
+  void completed(size_t lane, const Slice& slice) override;
 
   const std::vector<LaneRuntime>* ep_lanes_;
   RmaParams params_;
@@ -66,6 +67,10 @@ class PostedSliceOp : public RequestOp {
   struct Slot {
     uct::Completion comp;
     bool fired = false;
+    /// The lane carrying it and its bytes, counted done when it fires
+    /// (LaneRuntime::rma_done_bytes); null: not counted.
+    const LaneRuntime* lane = nullptr;
+    size_t length = 0;
     /// Ready for one more operation.
     void reset();
   };

@@ -84,8 +84,9 @@ size_t rma_fragment(Op op, ProtoKind kind, const std::vector<LaneRuntime>& runti
 
 /// Posts one slice [buffer, +length) at `remote_addr` with `call` on `lr`
 /// (`memh`: the buffer's registration on its md, for Zcopy; `comp`: for
-/// Bcopy gets and Zcopy) and counts it: its bytes once posted, a local
-/// completion for a put done in the call. The transport's answer.
+/// Bcopy gets and Zcopy) and counts it: its bytes once posted (and done,
+/// when the call completed it), a local completion for a put done in the
+/// call. The transport's answer.
 inline ucs::Status post_slice(Op op, SliceCall call, const LaneRuntime& lr, void* buffer,
                               size_t length, uint64_t remote_addr, const uct::Rkey& rkey,
                               const uct::MemHandle* memh, uct::Completion* comp) {
@@ -113,6 +114,7 @@ inline ucs::Status post_slice(Op op, SliceCall call, const LaneRuntime& lr, void
   }
   if (s == Status::Ok && put) lr.local_completions = true;
   if (s == Status::Ok || s == Status::InProgress) lr.rma_bytes += length;
+  if (s == Status::Ok) lr.rma_done_bytes += length;  // InProgress: at its completion
   return s;
 }
 

@@ -64,6 +64,7 @@ void SliceExecutor::on_completion(uct::Completion* comp) {
   SliceExecutor* self = st->owner;
   --self->in_flight_;
   --self->lanes_[st->slice.lane].in_flight;
+  self->issuer_->completed(st->slice.lane, st->slice);
   if (self->final_ != Status::InProgress) return;  // aborted or already failed
   if (is_error(comp->status)) {
     self->fail_slice(st->index, comp->status);

@@ -24,6 +24,12 @@ class SliceIssuer {
   /// Ok while `lane` can carry slices; an error once it cannot (its
   /// connection failed, no rkey for its memory domain, ...).
   virtual ucs::Status lane_status(size_t lane) const = 0;
+  /// A slice that issue() answered InProgress on `lane` has completed, with
+  /// any status (statistics; called before the executor acts on it).
+  virtual void completed(size_t lane, const Slice& slice) {
+    (void)lane;
+    (void)slice;
+  }
 };
 
 /// Limits of an executor.
