@@ -32,6 +32,8 @@ struct EpEntry {
   /// (local, remote location) pairs whose path choice was logged.
   std::set<std::pair<std::string, std::string>> paths_logged;
   const std::pair<std::string, std::string>* last_logged = nullptr;  ///< in paths_logged
+  /// Per lane: its rma_done_bytes when the NIC load was last sampled.
+  std::vector<uint64_t> done_sampled;
   ~EpEntry() {
     rkeys.clear();  // an rkey must not outlive its endpoint
     ep.reset();
@@ -60,6 +62,13 @@ class EndpointStore {
   void retire_all();
   /// Entries retired and still draining.
   const std::vector<Entry>& retired() const { return retired_; }
+  /// Calls fn(EpEntry&) for every entry, cached or retired.
+  template <typename Fn>
+  void for_each(Fn&& fn) const {
+    std::visit([&](const auto& c) { c->for_each([&](const int32_t&, Entry& e) { fn(*e); }); },
+               cache_);
+    for (const Entry& e : retired_) fn(*e);
+  }
 
  private:
   using Sieve = ucs::SieveCache<int32_t, Entry>;

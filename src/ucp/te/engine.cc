@@ -259,6 +259,7 @@ void TransferEngine::Impl::shutdown() {
       stop_ = true;
     }
     wake_.notify_all();
+    warmup_cv_.notify_all();
     progress_thread_.join();
   }
   {

@@ -107,6 +107,8 @@ struct Task {
   unsigned attempts = 0;       ///< failed postings so far
   int outstanding = 0;         ///< UCP callbacks still to come for this posting
   Status first_error = Status::Ok;
+  /// Why it ended INVALID, FAILED or TIMEOUT (TransferStatus::error).
+  Status end_error = Status::Ok;
   te::EndpointStore::Entry entry;  ///< the endpoint carrying it while PENDING
   std::vector<std::shared_ptr<ucp::Request>> requests;
   void* engine = nullptr;     ///< file tasks: the Impl completing them
@@ -163,6 +165,10 @@ class TransferEngine::Impl {
 
   std::string ip_port() const;
   size_t endpoint_count() const;
+
+  // engine_load.cc
+  int warmup(SegmentHandle id);
+  int nic_load(std::vector<NicLoadStat>& out) const;
 
   // engine_notify.cc
   int submit_with_notify(BatchID id, const std::vector<TransferRequest>& entries,
@@ -229,6 +235,13 @@ class TransferEngine::Impl {
                                                        std::string* error);
   /// The batch's tasks all ended: posts its notification, or drops it.
   void batch_ended_locked(Batch& batch);
+
+  // engine_load.cc
+  /// Every 10 ms: the devices' in-flight bytes and bandwidth averages.
+  void sample_load_locked(uint64_t now);
+  /// Bytes in flight per local resource (the worker's order), and with
+  /// `done` the bytes completed since the last call, per resource.
+  std::vector<uint64_t> lane_load_locked(std::vector<uint64_t>* done) const;
 
   // engine_transfer.cc
   void progress_loop();
@@ -302,6 +315,14 @@ class TransferEngine::Impl {
   /// Memory the nvmeof iface moves itself (its access_mem_types): GPU memory
   /// in it goes to files directly (cuFile), other GPU memory is staged.
   uct::MemTypeMask file_mem_types_ = uct::mem_type_bit(uct::MemType::Host);
+  /// Per local resource (the worker's order): the bandwidth average of
+  /// NicLoadStat, and whether it has one yet (sample_load_locked).
+  std::vector<std::pair<double, bool>> load_ewma_;
+  uint64_t load_sampled_ns_ = 0;
+  bool load_busy_ = false;             ///< the last sample saw bytes in flight or completed
+  uint64_t load_posts_ = 0;            ///< tasks posted on endpoints so far
+  uint64_t load_posts_seen_ = 0;       ///< load_posts_ at the last sample
+  std::condition_variable warmup_cv_;  ///< a warm-up flush completed (with mu_)
   std::thread progress_thread_;
 };
 

@@ -249,6 +249,7 @@ void TransferEngine::Impl::on_file_done_locked(Task* task, Status s) {
                         ? " (staged through host memory: the log above names the failed copy, "
                           "or the file and the errno)"
                         : " (the nvmeof log above names the file and the errno)");
+  if (s != Status::Ok) task->end_error = s;
   finish_locked(task, FAILED);
 }
 

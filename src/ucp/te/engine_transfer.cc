@@ -38,14 +38,19 @@ bool TransferEngine::Impl::validate_locked(const TransferRequest& req, Task* tas
   auto seg = segments_.find(req.target_id);
   const char* why = nullptr;
   std::string file_why;
+  task->end_error = Status::InvalidParam;
   if (req.opcode != TransferRequest::READ && req.opcode != TransferRequest::WRITE) {
     why = "unknown opcode";
   } else if (req.length == 0 || req.source == nullptr) {
     why = "empty local range";
   } else if (seg == segments_.end()) {
     why = "segment not open";
+    task->end_error = Status::NoElem;
   } else if (seg->second->file) {
-    if (validate_file_locked(req, *seg->second, task, &file_why)) return true;
+    if (validate_file_locked(req, *seg->second, task, &file_why)) {
+      task->end_error = Status::Ok;
+      return true;
+    }
     why = file_why.c_str();
   } else {
     const auto& bufs = seg->second->desc.buffers;
@@ -54,10 +59,12 @@ bool TransferEngine::Impl::validate_locked(const TransferRequest& req, Task* tas
       if (req.target_offset >= b.addr && req.length <= b.length &&
           req.target_offset - b.addr <= b.length - req.length) {
         task->buffer_index = i;
+        task->end_error = Status::Ok;
         return true;
       }
     }
     why = "remote range outside every registered buffer of the segment";
+    task->end_error = Status::Rejected;  // the owner's registrations refuse it
   }
   MC_LOG(error) << "transfer engine: invalid task (segment " << req.target_id << ", offset 0x"
                 << std::hex << req.target_offset << std::dec << ", " << req.length
@@ -133,6 +140,7 @@ int TransferEngine::Impl::status(BatchID id, size_t task_id, TransferStatus& out
   const Task& t = *it->second->tasks[task_id];
   out.s = t.status;
   out.transferred = t.transferred;
+  out.error = static_cast<int>(t.end_error);
   return 0;
 }
 
@@ -141,7 +149,9 @@ int TransferEngine::Impl::batch_status(BatchID id, std::vector<TransferStatus>& 
   auto it = batches_.find(id);
   if (it == batches_.end()) return static_cast<int>(Status::NoElem);
   out.clear();
-  for (const auto& t : it->second->tasks) out.push_back({t->status, t->transferred});
+  for (const auto& t : it->second->tasks) {
+    out.push_back({t->status, t->transferred, static_cast<int>(t->end_error)});
+  }
   return 0;
 }
 
@@ -163,6 +173,11 @@ int TransferEngine::Impl::free_batch(BatchID id) {
 
 void TransferEngine::Impl::finish_locked(Task* task, TaskStatus status) {
   task->status = status;
+  if (status == TIMEOUT) {
+    task->end_error = Status::Timeout;
+  } else if (status == FAILED && task->end_error == Status::Ok) {
+    task->end_error = stop_ ? Status::Canceled : Status::IoError;
+  }
   task->transferred = status == COMPLETED ? task->req.length : 0;
   task->entry.reset();
   task->requests.clear();
@@ -232,6 +247,7 @@ void TransferEngine::Impl::fail_posting_locked(Task* task, Status status, uint64
   } else if (task->attempts > retry_cnt_) {
     MC_LOG(error) << "transfer engine: task to " << segment << " failed after " << task->attempts
                   << " attempts: " << status;
+    task->end_error = status;
     finish_locked(task, FAILED);
   } else {
     MC_LOG(debug) << "transfer engine: task to " << segment << " attempt " << task->attempts
@@ -295,6 +311,7 @@ bool TransferEngine::Impl::post_task_locked(Task* task, uint64_t now) {
   task->outstanding = write ? 2 : 1;
   (*entry)->inflight += task->outstanding;
   inflight_++;
+  load_posts_++;
   Result<std::shared_ptr<ucp::Request>> req =
       write
           ? ep.put_nbx(task->req.source, task->req.length, task->req.target_offset, **rkey, params)
@@ -357,6 +374,7 @@ unsigned TransferEngine::Impl::post_pending_locked(uint64_t now) {
 
 void TransferEngine::Impl::progress_loop() {
   std::unique_lock<std::mutex> lock(mu_);
+  load_sampled_ns_ = ucs::monotonic_ns();
   uint64_t last_events_ns = 0;
   while (!stop_) {
     unsigned events = worker_->progress();
@@ -365,6 +383,7 @@ void TransferEngine::Impl::progress_loop() {
     // slept through (a sleep held one task's completion for up to 1 ms).
     events += post_pending_locked(ucs::monotonic_ns());
     endpoints_->reap();
+    sample_load_locked(ucs::monotonic_ns());
     const bool busy = inflight_ > 0 || !pending_.empty();
     const uint64_t now = ucs::monotonic_ns();
     if (events > 0) last_events_ns = now;

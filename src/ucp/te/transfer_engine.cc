@@ -156,6 +156,14 @@ int TransferEngine::getNotifies(std::vector<ReceivedNotify>& notifies) {
   });
 }
 
+int TransferEngine::warmupSegment(SegmentHandle segment_id) {
+  return guarded("warmupSegment", -1, [&] { return impl_->warmup(segment_id); });
+}
+
+int TransferEngine::getNicLoadStats(std::vector<NicLoadStat>& stats) const {
+  return guarded("getNicLoadStats", -1, [&] { return impl_->nic_load(stats); });
+}
+
 std::string TransferEngine::getLocalIpAndPort() const {
   return guarded("getLocalIpAndPort", std::string(), [&] { return impl_->ip_port(); });
 }

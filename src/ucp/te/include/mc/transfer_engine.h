@@ -59,6 +59,24 @@ inline const char* task_status_name(TaskStatus s) {
 struct TransferStatus {
   TaskStatus s;
   size_t transferred;  ///< a lower bound of the bytes that arrived
+  /// Why a task ended INVALID, FAILED or TIMEOUT (0 otherwise): mc's negative
+  /// status. INVALID: InvalidParam (-4) an unknown opcode or an empty local
+  /// range, NoElem (-11) a segment not open, Rejected (-18) a remote range
+  /// outside every buffer the segment's owner registered (Mooncake's API
+  /// reports that one FAILED, as a remote failure), InvalidParam for a
+  /// range a file segment cannot take; FAILED: the transport's last error
+  /// (Canceled, -7, when the engine stopped); TIMEOUT: -6.
+  int error = 0;
+};
+
+/// The load of one local device (Mooncake's NicLoadStats).
+struct NicLoadStat {
+  std::string device_name;  ///< transport/device: "tcp/eth0", "rc_verbs/mlx5_0:1"
+  uint64_t inflight_bytes;  ///< posted on its lanes and not yet completed, now
+  /// Bytes per second that completed on its lanes: a moving average (weight
+  /// 1/8) over the 10 ms windows in which it had bytes in flight or completed
+  /// some; 0 until then. Idle windows leave it as it was.
+  double ewma_bandwidth_bps;
 };
 
 /// One registration of a batch call.
@@ -242,6 +260,17 @@ class TransferEngine {
   int getNotifies(std::vector<NotifyDesc>& notifies);
   /// The same, with the segment that sent each (mc's own).
   int getNotifies(std::vector<ReceivedNotify>& notifies);
+
+  /// Connects ahead of the first transfer to an opened segment (Mooncake's
+  /// warmupEfaSegment, on whatever transport reaches it): opens the endpoint
+  /// and waits, up to MC_HANDSHAKE_TIMEOUT, until a flush of every lane
+  /// completed, so that each lane's connection is up. 0 (also when it was
+  /// already open, and for a file segment, whose files openSegment opened);
+  /// NoElem (-11) for an unknown handle, else the endpoint's error (logged).
+  int warmupSegment(SegmentHandle segment_id);
+  /// The load of every local device this engine opened, in the worker's
+  /// order; 0, or -1 before init.
+  int getNicLoadStats(std::vector<NicLoadStat>& stats) const;
 
   /// "ip:port" of this engine's RPC listener; empty before init().
   std::string getLocalIpAndPort() const;
