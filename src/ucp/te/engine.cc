@@ -26,16 +26,36 @@ std::string hex(const void* p) {
   return buf;
 }
 
-// The first IPv4 address of `host`, or empty.
-std::string resolve_ipv4(const std::string& host) {
+// The address peers reach `host` at: the host itself when it is an IPv4 or
+// IPv6 address, else its first IPv4 address, else its first IPv6 one; empty
+// when it resolves to none.
+std::string resolve_ip(const std::string& host) {
   in_addr a{};
-  if (::inet_pton(AF_INET, host.c_str(), &a) == 1) return host;
+  in6_addr a6{};
+  if (::inet_pton(AF_INET, host.c_str(), &a) == 1 ||
+      ::inet_pton(AF_INET6, host.c_str(), &a6) == 1) {
+    return host;
+  }
   addrinfo hints{};
-  hints.ai_family = AF_INET;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) return "";
-  char text[INET_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, text, sizeof(text));
+  const addrinfo* pick = res;
+  for (const addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    if (ai->ai_family == AF_INET) {
+      pick = ai;
+      break;
+    }
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  if (pick->ai_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(pick->ai_addr)->sin_addr, text,
+                sizeof(text));
+  } else if (pick->ai_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(pick->ai_addr)->sin6_addr, text,
+                sizeof(text));
+  }
   ::freeaddrinfo(res);
   return text;
 }
@@ -58,12 +78,15 @@ TransferEngine::Impl::~Impl() {
 
 Status TransferEngine::Impl::parse_server_name(const std::string& name) {
   std::string host = name;
-  if (Result<std::pair<std::string, uint16_t>> hp = te::split_host_port(name); hp.ok()) {
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, name.c_str(), &v6) == 1) {
+    // A bare IPv6 address: no port ("[v6]:port" carries one).
+  } else if (Result<std::pair<std::string, uint16_t>> hp = te::split_host_port(name); hp.ok()) {
     host = hp->first;
     requested_port_ = hp->second;
   } else if (name.find(':') != std::string::npos) {
     MC_LOG(error) << "transfer engine: local_server_name '" << name
-                  << "' is not host or host:port with a port in 1-65535";
+                  << "' is not host, host:port or [IPv6]:port with a port in 1-65535";
     return Status::InvalidParam;
   }
   if (host.empty()) {
@@ -71,10 +94,10 @@ Status TransferEngine::Impl::parse_server_name(const std::string& name) {
     return Status::InvalidParam;
   }
   host_ = host;
-  ip_ = resolve_ipv4(host);
+  ip_ = resolve_ip(host);
   if (ip_.empty()) {
     MC_LOG(warn) << "transfer engine: cannot resolve '" << host
-                 << "' to an IPv4 address; peers are told 127.0.0.1";
+                 << "' to an IPv4 or IPv6 address; peers are told 127.0.0.1";
     ip_ = "127.0.0.1";
   }
   return Status::Ok;
@@ -311,13 +334,23 @@ metadata::SegmentDesc TransferEngine::Impl::local_desc_locked() const {
   return d;
 }
 
+// Under P2PHANDSHAKE a segment is named by where its listener is: any
+// host:port whose port is this listener's reached it by that name (a host
+// name, another address of this machine, IPv4 or IPv6).
+bool TransferEngine::Impl::p2p_alias(const std::string& name) const {
+  if (store_ || !rpc_) return false;
+  Result<std::pair<std::string, uint16_t>> hp = te::split_host_port(name);
+  return hp.ok() && hp->second == rpc_->port();
+}
+
 Result<std::string> TransferEngine::Impl::describe(const std::string& name, std::string* error) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!worker_) {
     *error = "engine is shutting down";
     return Status::Unreachable;
   }
-  if (!name.empty() && name != segment_name_ && name != server_name_ && name != ip_port()) {
+  if (!name.empty() && name != segment_name_ && name != server_name_ && name != ip_port() &&
+      !p2p_alias(name)) {
     *error = "no segment '" + name + "' here (this is '" + segment_name_ + "')";
     return Status::NoElem;
   }
@@ -653,7 +686,7 @@ int TransferEngine::Impl::segment_buffers(SegmentHandle id, std::vector<SegmentB
 
 std::string TransferEngine::Impl::ip_port() const {
   if (!rpc_) return "";
-  return ip_ + ":" + std::to_string(rpc_->port());
+  return te::join_host_port(ip_, rpc_->port());
 }
 
 size_t TransferEngine::Impl::endpoint_count() const {

@@ -185,6 +185,7 @@ class TransferEngine::Impl {
   Status start_ucp();
   Status publish();
   Result<std::string> describe(const std::string& name, std::string* error);
+  bool p2p_alias(const std::string& name) const;
   metadata::SegmentDesc local_desc_locked() const;
   Result<metadata::SegmentDesc> fetch_segment(const std::string& name, std::string* file_json);
   Result<metadata::SegmentDesc> checked_with_owner(const std::string& name,

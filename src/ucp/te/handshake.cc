@@ -163,31 +163,36 @@ Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text) 
   const char* e = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(b, e, port);
   if (ec != std::errc() || ptr != e || port == 0 || port > 65535) return Status::InvalidParam;
-  return std::make_pair(std::string(text.substr(0, colon)), static_cast<uint16_t>(port));
+  std::string_view host = text.substr(0, colon);
+  if (host.front() == '[') {
+    // "[v6]:port": an IPv6 address, nothing but it between the brackets.
+    in6_addr a{};
+    const std::string inner(host.substr(1, host.size() - 2));
+    if (host.size() < 3 || host.back() != ']' || ::inet_pton(AF_INET6, inner.c_str(), &a) != 1) {
+      return Status::InvalidParam;
+    }
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find_first_of("[]") != std::string_view::npos) {
+    return Status::InvalidParam;
+  }
+  return std::make_pair(std::string(host), static_cast<uint16_t>(port));
+}
+
+std::string join_host_port(const std::string& host, uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 namespace {
 
-// A non-blocking TCP connection to host:port within the deadline.
-Result<int> connect_to(const std::string& host, uint16_t port, uint64_t deadline_ns,
-                       std::string* error) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const int gai = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-  if (gai != 0 || res == nullptr) {
-    *error = std::string("cannot resolve host: ") + gai_strerror(gai);
-    return Status::Unreachable;
-  }
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+// A non-blocking TCP connection to one address within the deadline.
+Result<int> connect_addr(const addrinfo& ai, uint64_t deadline_ns, std::string* error) {
+  const int fd = ::socket(ai.ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    ::freeaddrinfo(res);
     *error = "socket: " + ucs::errno_string(errno);
     return Status::IoError;
   }
-  int rc = ::connect(fd, res->ai_addr, res->ai_addrlen);
-  ::freeaddrinfo(res);
+  int rc = ::connect(fd, ai.ai_addr, ai.ai_addrlen);
   if (rc < 0 && errno == EINPROGRESS) {
     Status s = wait_fd(fd, POLLOUT, deadline_ns, error);
     if (s != Status::Ok) {
@@ -208,12 +213,35 @@ Result<int> connect_to(const std::string& host, uint16_t port, uint64_t deadline
   return fd;
 }
 
+// A non-blocking TCP connection to host:port within the deadline: each
+// address the host resolves to (IPv4 and IPv6), in the resolver's order,
+// until one connects.
+Result<int> connect_to(const std::string& host, uint16_t port, uint64_t deadline_ns,
+                       std::string* error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int gai = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (gai != 0 || res == nullptr) {
+    *error = std::string("cannot resolve host: ") + gai_strerror(gai);
+    return Status::Unreachable;
+  }
+  Result<int> fd = Status::Unreachable;
+  for (const addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    fd = connect_addr(*ai, deadline_ns, error);
+    if (fd.ok() || fd.status() == Status::Timeout) break;
+  }
+  ::freeaddrinfo(res);
+  return fd;
+}
+
 }  // namespace
 
 Result<RpcReply> rpc_call(const std::string& host, uint16_t port, uint16_t code,
                           std::string_view payload, size_t max_length,
                           std::chrono::nanoseconds timeout, std::string* error) {
-  const std::string where = host + ":" + std::to_string(port);
+  const std::string where = join_host_port(host, port);
   const uint64_t deadline = ucs::monotonic_ns() + static_cast<uint64_t>(timeout.count());
   std::string why;
   Result<int> fd = connect_to(host, port, deadline, &why);

@@ -98,7 +98,12 @@ Result<RpcReply> rpc_call(const std::string& host, uint16_t port, uint16_t code,
 /// The status a reply's error code stands for (Rejected for one out of range).
 Status reply_status(uint16_t code);
 
-/// Splits "host:port" (port required); InvalidParam when malformed.
+/// Splits "host:port" (port required): a host name, an IPv4 address, or an
+/// IPv6 address in brackets ("[::1]:15001", the host then without them);
+/// InvalidParam when malformed.
 Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text);
+
+/// "host:port", with the host in brackets when it is an IPv6 address.
+std::string join_host_port(const std::string& host, uint16_t port);
 
 }  // namespace mc::te

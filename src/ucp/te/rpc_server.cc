@@ -67,6 +67,24 @@ bool recv_would_block(ssize_t n, const std::string& peer) {
   return false;
 }
 
+// An accepted peer's address as text and its port; an IPv4 peer of a
+// dual-stack listener (::ffff:a.b.c.d) as plain IPv4.
+std::pair<std::string, uint16_t> peer_address(const sockaddr_storage& from) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (from.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(from);
+    ::inet_ntop(AF_INET, &a.sin_addr, text, sizeof(text));
+    return {text, ntohs(a.sin_port)};
+  }
+  const auto& a = reinterpret_cast<const sockaddr_in6&>(from);
+  if (IN6_IS_ADDR_V4MAPPED(&a.sin6_addr)) {
+    ::inet_ntop(AF_INET, &a.sin6_addr.s6_addr[12], text, sizeof(text));
+  } else {
+    ::inet_ntop(AF_INET6, &a.sin6_addr, text, sizeof(text));
+  }
+  return {text, ntohs(a.sin6_port)};
+}
+
 std::vector<uint8_t> error_frame(Status status, const std::string& text) {
   return encode_frame(static_cast<uint16_t>(-static_cast<int>(status)), cut(text));
 }
@@ -77,15 +95,15 @@ std::vector<uint8_t> error_frame(Status status, const std::string& text) {
 struct RpcServer::Conn {
   enum class Phase { Header, Body, Reply };
 
-  Conn(int fd_, uint32_t ip_, std::string peer_, uint64_t deadline_)
-      : fd(fd_), ip(ip_), peer(std::move(peer_)), deadline_ns(deadline_) {}
+  Conn(int fd_, std::string ip_, std::string peer_, uint64_t deadline_)
+      : fd(fd_), ip(std::move(ip_)), peer(std::move(peer_)), deadline_ns(deadline_) {}
   ~Conn() { ::close(fd); }
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
 
   int fd;
-  uint32_t ip;       ///< the peer's address, network order
-  std::string peer;  ///< "a.b.c.d:port"
+  std::string ip;    ///< the peer's address ("10.0.0.1", "fe80::1"; IPv4 as IPv4)
+  std::string peer;  ///< "a.b.c.d:port" or "[v6]:port"
   uint64_t deadline_ns;
   Phase phase = Phase::Header;
   uint8_t hdr[kHandshakeHeaderSize];
@@ -126,10 +144,29 @@ RpcServer::~RpcServer() {
 }
 
 Status RpcServer::bind_listen() {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  if (::inet_pton(AF_INET, params_.bind_ip.c_str(), &addr.sin_addr) != 1) {
-    MC_LOG(error) << "rpc listener: '" << params_.bind_ip << "' is not an IPv4 address";
+  // The address to bind: IPv4, IPv6, or (empty) IPv6's any accepting IPv4
+  // too, IPv4's any where the kernel has no IPv6.
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  bool dual = false;
+  std::string shown = params_.bind_ip;
+  auto* a4 = reinterpret_cast<sockaddr_in*>(&addr);
+  auto* a6 = reinterpret_cast<sockaddr_in6*>(&addr);
+  if (params_.bind_ip.empty()) {
+    const int probe = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    dual = probe >= 0;
+    if (probe >= 0) ::close(probe);
+    shown = dual ? "::" : "0.0.0.0";
+  }
+  if (dual || ::inet_pton(AF_INET6, shown.c_str(), &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    if (dual) a6->sin6_addr = in6addr_any;
+    addr_len = sizeof(sockaddr_in6);
+  } else if (::inet_pton(AF_INET, shown.c_str(), &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    addr_len = sizeof(sockaddr_in);
+  } else {
+    MC_LOG(error) << "rpc listener: '" << params_.bind_ip << "' is not an IPv4 or IPv6 address";
     return Status::InvalidParam;
   }
   uint32_t first = params_.port, last = params_.port;
@@ -149,28 +186,34 @@ Status RpcServer::bind_listen() {
   int last_errno = 0;
   for (uint32_t i = 0; i < span; ++i) {
     const uint16_t port = static_cast<uint16_t>(first + (start + i) % span);
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       MC_LOG(error) << "rpc listener: socket: " << ucs::errno_string(errno);
       return Status::IoError;
     }
-    addr.sin_port = htons(port);
+    if (addr.ss_family == AF_INET6) {
+      a6->sin6_port = htons(port);
+      const int v6only = dual ? 0 : 1;
+      ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
+    } else {
+      a4->sin_port = htons(port);
+    }
     // A restarted engine takes its port back while old handshake
     // connections sit in TIME_WAIT.
     const int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), addr_len) == 0 &&
         ::listen(fd, params_.backlog) == 0) {
       listen_fd_ = fd;
       port_ = port;
-      where_ = params_.bind_ip + ":" + std::to_string(port);
+      where_ = join_host_port(shown, port);
       return Status::Ok;
     }
     last_errno = errno;
     ::close(fd);
     if (last_errno != EADDRINUSE && last_errno != EACCES) break;
   }
-  MC_LOG(error) << "rpc listener: cannot bind " << params_.bind_ip << " port "
+  MC_LOG(error) << "rpc listener: cannot bind " << shown << " port "
                 << (params_.port ? std::to_string(params_.port)
                                  : std::to_string(first) + "-" + std::to_string(last))
                 << ": " << ucs::errno_string(last_errno);
@@ -230,7 +273,7 @@ int RpcServer::expire(uint64_t now) {
 
 void RpcServer::accept_ready(uint64_t now) {
   for (int n = 0; n < kAcceptBatch; ++n) {
-    sockaddr_in from{};
+    sockaddr_storage from{};
     socklen_t from_len = sizeof(from);
     const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len,
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -254,18 +297,16 @@ void RpcServer::accept_ready(uint64_t now) {
       MC_LOG(warn) << "rpc listener: accept on " << where_ << " works again after "
                    << std::exchange(accept_failed_, 0) << " failures";
     }
-    char ip[INET_ADDRSTRLEN] = "?";
-    ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof(ip));
-    make_room(from.sin_addr.s_addr);
-    conns_.emplace_back(fd, from.sin_addr.s_addr,
-                        std::string(ip) + ":" + std::to_string(ntohs(from.sin_port)),
+    const auto [ip, port] = peer_address(from);
+    make_room(ip);
+    conns_.emplace_back(fd, ip, join_host_port(ip, port),
                         now + static_cast<uint64_t>(params_.io_timeout.count()));
     // Most clients send their request with the connection: serve it now.
     if (progress(conns_.back()) == Step::Close) conns_.pop_back();
   }
 }
 
-void RpcServer::make_room(uint32_t ip) {
+void RpcServer::make_room(const std::string& ip) {
   auto same_peer = [ip](const Conn& c) { return c.ip == ip; };
   if (static_cast<size_t>(std::count_if(conns_.begin(), conns_.end(), same_peer)) >=
       params_.max_pending_per_peer) {

@@ -31,7 +31,8 @@ using SegmentProvider =
     std::function<Result<std::string>(const std::string& name, std::string* error)>;
 
 /// Answers a kNotify or kNotifyKey request: `body` is its payload after the
-/// token (which the listener checked), `peer` "a.b.c.d:port". Runs on the
+/// token (which the listener checked), `peer` "a.b.c.d:port" or
+/// "[v6]:port". Runs on the
 /// listener's thread: it must not block.
 using RequestHandler =
     std::function<RpcReply(uint16_t code, std::string_view body, const std::string& peer)>;
@@ -43,7 +44,9 @@ inline constexpr size_t kRpcMaxErrorText = 256;
 class RpcServer {
  public:
   struct Params {
-    std::string bind_ip = "0.0.0.0";
+    /// An IPv4 or IPv6 address; empty: every address, IPv4 and IPv6 ("::"
+    /// accepting both), or every IPv4 one (0.0.0.0) where IPv6 is off.
+    std::string bind_ip;
     uint16_t port = 0;  ///< 0: the first free port of [min_port, max_port], from a random start
     uint16_t min_port = 15000;
     uint16_t max_port = 17000;
@@ -83,8 +86,8 @@ class RpcServer {
   /// Closes connections past their deadline; returns the poll timeout (ms).
   int expire(uint64_t now);
   void accept_ready(uint64_t now);
-  /// Makes room for a connection from `ip` (network order) under both caps.
-  void make_room(uint32_t ip);
+  /// Makes room for a connection from `ip` (its address, as text) under both caps.
+  void make_room(const std::string& ip);
   void evict(std::list<Conn>::iterator it, const std::string& cap);
   /// Reads what arrived, answers a whole request, sends what the socket takes.
   Step progress(Conn& c);
@@ -102,7 +105,7 @@ class RpcServer {
   int listen_fd_ = -1;
   int wake_fd_ = -1;  ///< eventfd: stops the thread
   uint16_t port_ = 0;
-  std::string where_;  ///< "bind_ip:port", for log messages
+  std::string where_;  ///< "address:port" bound, for log messages
   std::thread thread_;
 
   // The serving thread only.

@@ -34,8 +34,9 @@ const cfg::Table& te_config_table() {
                   "transfers in flight still complete).",
                   &TeConfig::max_ep_per_ctx, cfg::uint_parser(1, 1 << 20)),
        cfg::field("RPC_BIND_ADDR", "",
-                  "IPv4 address the RPC listener binds; empty: every address (0.0.0.0). Set it "
-                  "to the address peers use, so the listener is not reachable on the others.",
+                  "IPv4 or IPv6 address the RPC listener binds; empty: every address, IPv4 and "
+                  "IPv6 (::, or 0.0.0.0 where IPv6 is off). Set it to the address peers use, so "
+                  "the listener is not reachable on the others.",
                   &TeConfig::rpc_bind_addr, cfg::string_parser()),
        cfg::field("AUTH_TOKEN", "",
                   "Shared secret: when set, the RPC listener refuses (and logs) a handshake or a "

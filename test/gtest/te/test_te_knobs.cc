@@ -26,10 +26,10 @@
 namespace mc::te::test {
 namespace {
 
-// The backlog of the TCP socket listening on IPv4 port `port`, as the
-// kernel keeps it (inet_diag reports sk_max_ack_backlog as the write queue
-// of a listening socket); nullopt when there is none.
-std::optional<uint32_t> listen_backlog(uint16_t port) {
+// The backlog of the TCP socket of `family` listening on port `port`, as
+// the kernel keeps it (inet_diag reports sk_max_ack_backlog as the write
+// queue of a listening socket); nullopt when there is none.
+std::optional<uint32_t> listen_backlog_of(int family, uint16_t port) {
   const int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
   if (fd < 0) return std::nullopt;
   struct {
@@ -39,7 +39,7 @@ std::optional<uint32_t> listen_backlog(uint16_t port) {
   msg.nlh.nlmsg_len = sizeof(msg);
   msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
   msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  msg.req.sdiag_family = AF_INET;
+  msg.req.sdiag_family = static_cast<uint8_t>(family);
   msg.req.sdiag_protocol = IPPROTO_TCP;
   msg.req.idiag_states = 1u << TCP_LISTEN;
   std::optional<uint32_t> found;
@@ -61,6 +61,13 @@ std::optional<uint32_t> listen_backlog(uint16_t port) {
   }
   close(fd);
   return found;
+}
+
+// The same for the listener on `port` of either family (the engine's
+// listens on IPv6's any, taking IPv4 too, where the kernel has IPv6).
+std::optional<uint32_t> listen_backlog(uint16_t port) {
+  const std::optional<uint32_t> v4 = listen_backlog_of(AF_INET, port);
+  return v4 ? v4 : listen_backlog_of(AF_INET6, port);
 }
 
 uint16_t port_of(const std::string& ip_port) {
