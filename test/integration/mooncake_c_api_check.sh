@@ -5,9 +5,11 @@
 # with -ltransfer_engine, and runs it as a target and an initiator over
 # P2PHANDSHAKE, then over etcd and Redis when they are installed; the same
 # with mooncake_cxx_app.cc against <mooncake/transfer_engine.h> over
-# P2PHANDSHAKE. Each pair: a write
-# with a notification (the target checks its memory when it takes it), a
-# read back, an out-of-bounds write, bad arguments.
+# P2PHANDSHAKE; the C pair also with ip_or_host_name ::1 (IPv6) and
+# localhost (a host name), over P2PHANDSHAKE and etcd. Each pair: a warm-up,
+# a write with a notification (the target checks its memory when it takes
+# it), a read back, the NIC load, an out-of-bounds write that ends FAILED,
+# bad arguments.
 #   test/integration/mooncake_c_api_check.sh <build-dir>
 set -uo pipefail
 
@@ -66,17 +68,32 @@ run_pair() {
   local trc=$?
   echo "$out" | grep -E '^(FAIL|initiator|out-of-bounds)'
   grep '^NOTIFY' "$dest/target.out"
-  if [ $irc -ne 0 ] || [ $trc -ne 0 ] || ! grep -q '^NOTIFY ok seed=23$' "$dest/target.out"; then
+  if [ $irc -ne 0 ] || [ $trc -ne 0 ] || ! grep -q '^NOTIFY ok seed=23$' "$dest/target.out" ||
+    ! echo "$out" | grep -q '^out-of-bounds write ended FAILED$'; then
     echo "FAIL ($tag): initiator exit $irc, target exit $trc"
     sed 's/^/    target: /' "$dest/target.err" | tail -20
     echo "$out" | tail -20 | sed 's/^/    initiator: /'
     return 1
   fi
-  echo "PASS ($tag): write with notify checked at the target, read back, out of bounds, bad arguments"
+  echo "PASS ($tag): warm-up, write with notify checked at the target, read back, NIC load, out of bounds FAILED, bad arguments"
+}
+
+# True when this machine can listen on ::1.
+have_ipv6() {
+  python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null
 }
 
 run_pair P2PHANDSHAKE p2p || fail=1
 run_pair P2PHANDSHAKE p2p-cxx cxx_app || fail=1
+export APP_HOST=localhost
+run_pair P2PHANDSHAKE p2p-hostname || fail=1
+if have_ipv6; then
+  export APP_HOST=::1
+  run_pair P2PHANDSHAKE p2p-ipv6 || fail=1
+else
+  echo "SKIP (p2p-ipv6): no IPv6 loopback"
+fi
+unset APP_HOST
 
 # shellcheck source=free_port.sh
 source "$here/free_port.sh"
@@ -92,6 +109,10 @@ if command -v etcd > /dev/null; then
   done
   # No scheme: etcd, as in Mooncake.
   run_pair "127.0.0.1:$port" etcd || fail=1
+  if have_ipv6; then
+    # The RPC address published is IPv6.
+    APP_HOST=::1 run_pair "127.0.0.1:$port" etcd-ipv6 || fail=1
+  fi
 else
   echo "SKIP (etcd): not installed"
 fi

@@ -6,6 +6,7 @@
 //   mooncake_cxx_app initiator <metadata> <name> <segment> <addr> <len> <seed>
 #include <mooncake/transfer_engine.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -106,15 +107,33 @@ int run_initiator(const std::string& conn, const std::string& name, const std::s
   CHECK(engine.submitTransfer(b, {{TransferRequest::READ, back.data(), seg, addr, len}}).ok());
   CHECK(wait_batch(engine, b) == Transport::COMPLETED);
   CHECK(std::memcmp(src.data(), back.data(), len) == 0);
-  // Out of bounds: the batch as one is not COMPLETED.
+  // Out of bounds: FAILED, the task and the batch as one, as in Mooncake.
   CHECK(engine.submitTransfer(b, {{TransferRequest::WRITE, src.data(), seg, addr + len - 8, 64}})
             .ok());
   const TransferStatusEnum oob = wait_batch(engine, b);
-  std::printf("out-of-bounds write: batch %s\n", oob == Transport::INVALID  ? "INVALID"
-                                                 : oob == Transport::FAILED ? "FAILED"
-                                                                            : "otherwise");
-  CHECK(oob == Transport::INVALID || oob == Transport::FAILED);
+  std::printf("out-of-bounds write ended %s\n", oob == Transport::INVALID  ? "INVALID"
+                                                : oob == Transport::FAILED ? "FAILED"
+                                                                           : "otherwise");
+  CHECK(oob == Transport::FAILED);
+  CHECK(engine.getTransferStatus(b, 1, st).ok() && st.s == Transport::FAILED);
   CHECK(engine.freeBatchID(b).ok());
+
+  // The NIC load: the ended tasks left nothing in flight; their bytes show in
+  // some device's bandwidth within the next 10 ms windows.
+  std::vector<NicLoadStats> stats;
+  double bw = 0;
+  for (int i = 0; i < 10000 && bw <= 0; ++i) {
+    CHECK(engine.getNicLoadStats(stats).ok() && !stats.empty());
+    for (const NicLoadStats& n : stats) {
+      CHECK(n.inflight_bytes == 0);
+      bw = std::max(bw, n.ewma_bandwidth_bps);
+    }
+    if (bw <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(bw > 0);
+  CHECK(engine.showLinks(true).find("\"devices\":[{\"name\":") != std::string::npos);
+  CHECK(engine.showLinks().find("priority matrix: ") != std::string::npos);
+  engine.enableGracefulShutdown();  // logged: mc takes no signal
 
   // Errors come back as Status with a code and a text.
   Status bad = engine.getTransferStatus(12345, 0, st);

@@ -11,6 +11,7 @@
 
 #include "mc/transfer_engine.h"
 #include "protocol.h"
+#include "shim.h"
 #include "ucs/log/log.h"
 
 namespace mooncake {
@@ -303,7 +304,9 @@ Status TransferEngine::getTransferStatus(BatchID batch_id, size_t task_id, Trans
   if (e == nullptr) return Status::InvalidArgument("the engine did not start");
   mc::TransferStatus s{};
   const int rc = e->getTransferStatus(batch_id, task_id, s);
-  if (rc == 0) status = {static_cast<TransferStatusEnum>(s.s), s.transferred};
+  if (rc == 0) {
+    status = {static_cast<TransferStatusEnum>(mc::mooncake_api::task_status(s)), s.transferred};
+  }
   return to_status(rc, "getTransferStatus");
 }
 
@@ -320,11 +323,32 @@ Status TransferEngine::getBatchTransferStatus(BatchID batch_id, TransferStatus& 
     if (s.s == mc::WAITING || s.s == mc::PENDING) {
       running = true;
     } else if (s.s != mc::COMPLETED && status.s == Transport::COMPLETED) {
-      status.s = static_cast<TransferStatusEnum>(s.s);
+      status.s = static_cast<TransferStatusEnum>(mc::mooncake_api::task_status(s));
     }
   }
   if (running && status.s == Transport::COMPLETED) status.s = Transport::WAITING;
   return Status::OK();
+}
+
+Status TransferEngine::getNicLoadStats(std::vector<NicLoadStats>& stats) const {
+  stats.clear();
+  mc::TransferEngine* e = impl_->engine("getNicLoadStats");
+  if (e == nullptr) return Status::InvalidArgument("the engine did not start");
+  std::vector<mc::NicLoadStat> got;
+  const int rc = e->getNicLoadStats(got);
+  for (const mc::NicLoadStat& g : got) {
+    stats.push_back({g.device_name, g.inflight_bytes, g.ewma_bandwidth_bps});
+  }
+  return to_status(rc, "getNicLoadStats");
+}
+
+void TransferEngine::enableGracefulShutdown() {
+  mc::mooncake_api::note_no_graceful_shutdown();
+}
+
+std::string TransferEngine::showLinks(bool json) const {
+  mc::TransferEngine* e = impl_->engine("showLinks");
+  return e ? mc::mooncake_api::show_links(*e, json) : std::string();
 }
 
 int TransferEngine::syncSegmentCache(const std::string& segment_name) {

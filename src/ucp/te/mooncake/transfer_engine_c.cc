@@ -15,6 +15,7 @@
 
 #include "mc/transfer_engine.h"
 #include "protocol.h"
+#include "shim.h"
 #include "ucs/log/log.h"
 
 namespace {
@@ -22,6 +23,7 @@ namespace {
 constexpr int kInvalidParam = -4;
 constexpr int kUnsupported = -8;
 constexpr int kNoElem = -11;
+constexpr int kTruncated = -15;
 
 static_assert(OPCODE_READ == static_cast<int>(mc::TransferRequest::READ) &&
               OPCODE_WRITE == static_cast<int>(mc::TransferRequest::WRITE));
@@ -138,11 +140,6 @@ int to_requests(const char* what, const transfer_request* entries, size_t count,
       MC_LOG(error) << what << ": entry " << i << " has opcode " << r.opcode;
       return kInvalidParam;
     }
-    if (r.file_id != 0) {
-      MC_LOG(error) << what << ": entry " << i << " has file_id " << r.file_id
-                    << "; mc has no local file buffers (see supportFileBuffer)";
-      return kUnsupported;
-    }
     out->push_back({static_cast<mc::TransferRequest::OpCode>(r.opcode), r.source, r.target_id,
                     r.target_offset, static_cast<size_t>(r.length)});
   }
@@ -209,6 +206,11 @@ void destroyTransferEngine(transfer_engine_t engine) {
     delete e;
     return 0;
   });
+}
+
+int discoverTopology(transfer_engine_t engine) {
+  if (live(engine, "discoverTopology") == nullptr) return kInvalidParam;
+  return guard("discoverTopology", -1, [] { return mc::mooncake_api::discover_topology(); });
 }
 
 int getLocalIpAndPort(transfer_engine_t engine, char* buf_out, size_t buf_len) {
@@ -300,6 +302,20 @@ int closeSegment(transfer_engine_t engine, segment_id_t segment_id) {
   return guard("closeSegment", -1, [&] { return te->closeSegment(segment_id); });
 }
 
+int warmupEfaSegment(transfer_engine_t engine, const char* segment_name) {
+  int rc = 0;
+  mc::TransferEngine* te = started(engine, "warmupEfaSegment", &rc);
+  if (te == nullptr) return rc;
+  if (segment_name == nullptr) {
+    MC_LOG(error) << "warmupEfaSegment: NULL segment name";
+    return kInvalidParam;
+  }
+  return guard("warmupEfaSegment", -1, [&] {
+    const int32_t seg = te->openSegment(segment_name);
+    return seg < 0 ? seg : te->warmupSegment(seg);
+  });
+}
+
 int removeLocalSegment(transfer_engine_t engine, const char* segment_name) {
   if (live(engine, "removeLocalSegment") == nullptr) return kInvalidParam;
   MC_LOG(error) << "removeLocalSegment: '" << (segment_name ? segment_name : "(null)")
@@ -356,28 +372,6 @@ int unregisterLocalMemoryBatch(transfer_engine_t engine, void** addr_list, size_
     return relist_local(engine, te->unregisterLocalMemoryBatch(
                                     std::vector<void*>(addr_list, addr_list + addr_len)));
   });
-}
-
-bool supportFileBuffer(transfer_engine_t engine) {
-  (void)live(engine, "supportFileBuffer");
-  return false;
-}
-
-int registerLocalFile(transfer_engine_t engine, const char* path, size_t size, file_id_t* id) {
-  (void)size;
-  (void)id;
-  if (live(engine, "registerLocalFile") == nullptr) return kInvalidParam;
-  MC_LOG(error) << "registerLocalFile: '" << (path ? path : "(null)")
-                << "': not offered; mc has no local file buffers (files are nvmeof segments: "
-                   "mc_nvmeof_register)";
-  return kUnsupported;
-}
-
-int unregisterLocalFile(transfer_engine_t engine, const char* path) {
-  if (live(engine, "unregisterLocalFile") == nullptr) return kInvalidParam;
-  MC_LOG(error) << "unregisterLocalFile: '" << (path ? path : "(null)")
-                << "': not offered; mc has no local file buffers";
-  return kUnsupported;
 }
 
 batch_id_t allocateBatchID(transfer_engine_t engine, size_t batch_size) {
@@ -481,7 +475,7 @@ int getTransferStatus(transfer_engine_t engine, batch_id_t batch_id, size_t task
     mc::TransferStatus s{};
     const int r = te->getTransferStatus(batch_id, task_id, s);
     if (r == 0) {
-      status->status = static_cast<int>(s.s);
+      status->status = mc::mooncake_api::task_status(s);
       status->transferred_bytes = s.transferred;
     }
     return r;
@@ -500,6 +494,55 @@ int syncSegmentCache(transfer_engine_t engine) {
   if (started(engine, "syncSegmentCache", &rc) == nullptr) return rc;
   MC_LOG(debug) << "syncSegmentCache: mc keeps no segment cache; openSegment reads the descriptor";
   return 0;
+}
+
+int getNicLoadStats(transfer_engine_t engine, nic_load_stat_t* stats, size_t* count) {
+  int rc = 0;
+  mc::TransferEngine* te = started(engine, "getNicLoadStats", &rc);
+  if (te == nullptr) return rc;
+  if (count == nullptr || (stats == nullptr && *count != 0)) {
+    MC_LOG(error) << "getNicLoadStats: NULL " << (count ? "stats" : "count");
+    return kInvalidParam;
+  }
+  return guard("getNicLoadStats", -1, [&] {
+    std::vector<mc::NicLoadStat> got;
+    if (const int r = te->getNicLoadStats(got); r != 0) return r;
+    for (size_t i = 0; i < got.size() && i < *count; ++i) {
+      const size_t n = std::min(got[i].device_name.size(), sizeof(stats[i].device_name) - 1);
+      std::memcpy(stats[i].device_name, got[i].device_name.data(), n);
+      stats[i].device_name[n] = '\0';
+      stats[i].inflight_bytes = got[i].inflight_bytes;
+      stats[i].ewma_bandwidth_bps = got[i].ewma_bandwidth_bps;
+    }
+    *count = got.size();
+    return 0;
+  });
+}
+
+void enableGracefulShutdown(transfer_engine_t engine) {
+  if (live(engine, "enableGracefulShutdown") == nullptr) return;
+  mc::mooncake_api::note_no_graceful_shutdown();
+}
+
+int showLinks(transfer_engine_t engine, char* buf_out, size_t buf_len, int json) {
+  int rc = 0;
+  mc::TransferEngine* te = started(engine, "showLinks", &rc);
+  if (te == nullptr) return rc;
+  if (buf_out == nullptr || buf_len == 0) {
+    MC_LOG(error) << "showLinks: " << (buf_out ? "buf_len 0" : "NULL buffer");
+    return kInvalidParam;
+  }
+  return guard("showLinks", -1, [&] {
+    const std::string s = mc::mooncake_api::show_links(*te, json != 0);
+    const size_t n = std::min(s.size(), buf_len - 1);
+    std::memcpy(buf_out, s.data(), n);
+    buf_out[n] = '\0';
+    if (n < s.size()) {
+      MC_LOG(error) << "showLinks: " << s.size() + 1 << " bytes do not fit in " << buf_len;
+      return kTruncated;
+    }
+    return 0;
+  });
 }
 
 }  // extern "C"

@@ -84,6 +84,13 @@ class Transport {
     size_t length;
   };
 
+  /// One local device's load (getNicLoadStats).
+  struct NicLoadStats {
+    std::string device_name;         ///< "tcp/eth0", "rc_verbs/mlx5_0:1"
+    uint64_t inflight_bytes{0};      ///< posted on it and not yet completed
+    double ewma_bandwidth_bps{0.0};  ///< bytes/s completed, averaged over its busy 10 ms windows
+  };
+
   explicit Transport(const char* name) : name_(name) {}
   /// "tcp", "rdma" or "nvmeof".
   const char* getName() const { return name_; }
@@ -99,6 +106,7 @@ using SegmentHandle = Transport::SegmentHandle;
 using SegmentID = Transport::SegmentID;
 using BatchID = Transport::BatchID;
 using BufferEntry = Transport::BufferEntry;
+using NicLoadStats = Transport::NicLoadStats;
 const static BatchID INVALID_BATCH_ID = UINT64_MAX;
 /// registerLocalMemory's default location: detect it.
 const static char* const kWildcardLocation = "*";
@@ -166,6 +174,16 @@ class TransferEngine {
 
   /// 0: mc keeps no segment cache; openSegment reads the descriptor.
   int syncSegmentCache(const std::string& segment_name = "");
+
+  /// Every local device the engine opened, with its load (the C API's
+  /// getNicLoadStats).
+  Status getNicLoadStats(std::vector<NicLoadStats>& stats) const;
+  /// Logs that mc installs no signal handler (see the C API's
+  /// enableGracefulShutdown).
+  void enableGracefulShutdown();
+  /// The local devices with their load and the NIC priority matrix, as text
+  /// or JSON (the C API's showLinks); empty when the engine did not start.
+  std::string showLinks(bool json = false) const;
 
   class Impl;
 

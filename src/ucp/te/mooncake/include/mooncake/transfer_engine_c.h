@@ -12,7 +12,6 @@
 #ifndef TRANSFER_ENGINE_C
 #define TRANSFER_ENGINE_C
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,7 +22,6 @@ extern "C" {
 /* Mooncake defines these types as macros; so does this header. */
 #define segment_handle_t int32_t
 #define segment_id_t int32_t
-#define file_id_t uint32_t
 #define batch_id_t uint64_t
 /** The engine's own segment: opened by createTransferEngine, always 0. */
 #define LOCAL_SEGMENT (0)
@@ -37,7 +35,6 @@ struct transfer_request {
   int opcode;             /**< OPCODE_READ or OPCODE_WRITE */
   void *source;           /**< local buffer, best registered */
   segment_id_t target_id; /**< from openSegment, or LOCAL_SEGMENT */
-  file_id_t file_id;      /**< must be 0: mc has no local file buffers */
   uint64_t target_offset; /**< the remote virtual address (file segments: offset) */
   uint64_t length;
 };
@@ -109,8 +106,15 @@ transfer_engine_t createTransferEngine(const char *metadata_conn_string,
                                        const char *ip_or_host_name, uint64_t rpc_port,
                                        int auto_discover);
 
-/** "ip:port" of the RPC listener into buf_out (NUL-terminated); -4 when
- * buf_len is too small. */
+/** Reads this machine's topology now (NUMA nodes, NICs, GPUs: ucs/topo, with
+ * MC_TOPO_SYSFS_ROOT and MC_TOPO_PRIORITY_MATRIX) and logs what it found: 0,
+ * or the discovery's negative status (logged). mc's engine discovers the
+ * topology itself when it starts and keeps it: this call checks and reports
+ * it, it does not change the matrix of a started engine. */
+int discoverTopology(transfer_engine_t engine);
+
+/** "ip:port" of the RPC listener into buf_out (NUL-terminated; "[ip]:port"
+ * for IPv6); -4 when buf_len is too small. */
 int getLocalIpAndPort(transfer_engine_t engine, char *buf_out, size_t buf_len);
 
 /** "tcp", "rdma" (mc's rc_verbs and rc_mlx5) or "nvmeof". Before the engine
@@ -135,6 +139,13 @@ segment_id_t openSegmentNoCache(transfer_engine_t engine, const char *segment_na
 /** Forgets the segment; fails while tasks to it are unfinished. */
 int closeSegment(transfer_engine_t engine, segment_id_t segment_id);
 
+/** Connects ahead of the first transfer to `segment_name` on whatever
+ * transport reaches it (mc has no EFA transport; Mooncake's call does this
+ * for EFA alone): opens the segment (the handle openSegment gives) and its
+ * endpoint, and returns once every lane answered a flush, within
+ * MC_HANDSHAKE_TIMEOUT: 0, or negative (logged). Idempotent. */
+int warmupEfaSegment(transfer_engine_t engine, const char *segment_name);
+
 /** -8: mc publishes the engine's segment for the engine's lifetime and
  * removes it in destroyTransferEngine. */
 int removeLocalSegment(transfer_engine_t engine, const char *segment_name);
@@ -151,18 +162,14 @@ int registerLocalMemoryBatch(transfer_engine_t engine, buffer_entry_t *buffer_li
                              size_t buffer_len, const char *location);
 int unregisterLocalMemoryBatch(transfer_engine_t engine, void **addr_list, size_t addr_len);
 
-/** false: mc has no local file buffers (its files are nvmeof segments). */
-bool supportFileBuffer(transfer_engine_t engine);
-/** -8, for the same reason. */
-int registerLocalFile(transfer_engine_t engine, const char *path, size_t size, file_id_t *id);
-int unregisterLocalFile(transfer_engine_t engine, const char *path);
-
 /** A batch of up to batch_size tasks, or INVALID_BATCH. */
 batch_id_t allocateBatchID(transfer_engine_t engine, size_t batch_size);
 
 /** Queues the entries as the batch's next tasks and returns (0); nothing is
- * queued on failure: -4 a bad opcode, -8 a nonzero file_id. An entry out of
- * the segment's buffers becomes an INVALID task; a remote failure FAILED. */
+ * queued on failure (-4 a bad opcode). An entry whose remote range is outside
+ * the buffers the segment's owner registered ends FAILED, as in Mooncake (mc
+ * finds it at submit, and logs it; mc's own API reports it INVALID with the
+ * error -18); one with an empty local range or a segment not open INVALID. */
 int submitTransfer(transfer_engine_t engine, batch_id_t batch_id, struct transfer_request *entries,
                    size_t count);
 
@@ -196,6 +203,32 @@ int freeBatchID(transfer_engine_t engine, batch_id_t batch_id);
 /** 0: mc keeps no segment cache to sync; the next openSegment reads the
  * current descriptor. */
 int syncSegmentCache(transfer_engine_t engine);
+
+/** The load of one local device. */
+struct nic_load_stat {
+  char device_name[64];      /**< "tcp/eth0", "rc_verbs/mlx5_0:1" (cut to 63 bytes) */
+  uint64_t inflight_bytes;   /**< posted on the device and not yet completed */
+  double ewma_bandwidth_bps; /**< bytes per second completed: a moving average
+                                  over the 10 ms windows it was busy; 0 before */
+};
+typedef struct nic_load_stat nic_load_stat_t;
+
+/** Every local device the engine opened: up to *count of them into stats,
+ * and *count set to how many there are (call again with more room when it
+ * grew): 0, -4 for a NULL argument. */
+int getNicLoadStats(transfer_engine_t engine, nic_load_stat_t *stats, size_t *count);
+
+/** Logs, at warning level, that mc installs no SIGTERM / SIGINT handler: a
+ * library does not take the process's signals. destroyTransferEngine removes
+ * the engine's metadata; call it on the way out of your own handler. */
+void enableGracefulShutdown(transfer_engine_t engine);
+
+/** The engine's local devices with their load, and the NIC priority matrix
+ * it uses, as text (json 0) or a JSON object {"devices": [...],
+ * "priority_matrix": {...}} (json nonzero), NUL-terminated in buf_out: 0;
+ * -15 when it did not fit (what fits is written); -4 for a NULL buffer or a
+ * buf_len of 0. */
+int showLinks(transfer_engine_t engine, char *buf_out, size_t buf_len, int json);
 
 #ifdef __cplusplus
 }
