@@ -511,14 +511,14 @@ INSTANTIATE_TEST_SUITE_P(Tls, TeNotify, testing::Values("tcp", "sm", "rc_verbs")
                          [](const auto& info) { return info.param; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TeNotify);
 
-// Through a metadata store: the sender's address comes from its rpc_meta
-// key, the sender is named by its local_server_name.
+// Through a metadata store (etcd, Redis, mc_metadata_server over HTTP): the
+// sender's address comes from its rpc_meta key, the sender is named by its
+// local_server_name.
 class TeNotifyStore : public testing::TestWithParam<mc::test::Service> {};
 
 TEST_P(TeNotifyStore, NotifiesBothWaysWithTheStoreNames) {
   mc::test::Services services;
-  const std::string url =
-      GetParam() == mc::test::Service::Etcd ? services.start_etcd() : services.start_redis();
+  const std::string url = services.start(GetParam());
   ASSERT_FALSE(url.empty());
   ScopedEnv scoped({{"MC_TLS", "tcp"}, {"MC_NET_DEVICES", "lo"}, {"MC_METADATA_TIMEOUT", "3s"}});
   auto name = [] {
@@ -556,10 +556,9 @@ TEST_P(TeNotifyStore, NotifiesBothWaysWithTheStoreNames) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Store, TeNotifyStore,
-                         testing::Values(mc::test::Service::Etcd, mc::test::Service::Redis),
-                         [](const auto& info) {
-                           return info.param == mc::test::Service::Etcd ? "etcd" : "redis";
-                         });
+                         testing::Values(mc::test::Service::Etcd, mc::test::Service::Redis,
+                                         mc::test::Service::MetadataServer),
+                         [](const auto& info) { return mc::test::service_name(info.param); });
 
 }  // namespace
 }  // namespace mc::te::test

@@ -6,6 +6,7 @@
 // buffers). Two engines in this process (P2PHANDSHAKE); the GPU is the fake
 // of ucp/fake_gpu.h, given to both through te::set_test_components.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <memory>
@@ -86,6 +87,39 @@ TEST_P(TeRemoteVram, WriteAndReadTargetCudaMemory) {
   ASSERT_EQ(r.size(), 1u);
   ASSERT_EQ(r[0].s, COMPLETED);
   for (size_t i = 0; i < kVram - 8; ++i) ASSERT_EQ(host[i], pattern(4, i + 8)) << i;
+}
+
+// A notified write through remote staging: the target takes the
+// notification only once the staged bytes are in its (device) memory.
+TEST_P(TeRemoteVram, NotifiedWriteIsInTheTargetMemoryOnArrival) {
+  std::memset(vram(), 0, kVram);
+  ASSERT_EQ(target_->registerLocalMemory(vram(), kVram, "cuda:0"), 0);
+  const SegmentHandle seg = initiator_->openSegment(target_->getLocalIpAndPort());
+  ASSERT_GE(seg, 0);
+  std::vector<uint8_t> host(kVram);
+  ASSERT_EQ(initiator_->registerLocalMemory(host.data(), host.size(), "cpu:0"), 0);
+  const uint64_t base = reinterpret_cast<uintptr_t>(vram());
+  for (unsigned round = 0; round < 3; ++round) {
+    const size_t n = kVram - round * kFrag - 13;
+    for (size_t i = 0; i < n; ++i) host[i] = pattern(10 + round, i);
+    const BatchID b = initiator_->allocateBatchID(1);
+    ASSERT_EQ(initiator_->submitTransferWithNotify(
+                  b, {{TransferRequest::WRITE, host.data(), seg, base, n}},
+                  {"staged", std::to_string(round)}),
+              0);
+    std::vector<ReceivedNotify> got;
+    for (int i = 0; i < 60000 && got.empty(); ++i) {  // a hang detector, nothing timed
+      ASSERT_EQ(target_->getNotifies(got), 0);
+      if (got.empty()) ::usleep(1000);
+    }
+    ASSERT_EQ(got.size(), 1u) << "round " << round;
+    EXPECT_EQ(got[0].notify.notify_msg, std::to_string(round));
+    EXPECT_EQ(got[0].sender, initiator_->getLocalIpAndPort());
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(vram()[i], pattern(10 + round, i)) << i;
+    EXPECT_EQ(wait_task(*initiator_, b, 0).s, COMPLETED);
+    EXPECT_EQ(initiator_->freeBatchID(b), 0);
+  }
+  EXPECT_GE(fake_gpu_state().copies, 3u) << "not staged at the target";
 }
 
 INSTANTIATE_TEST_SUITE_P(Tl, TeRemoteVram, testing::Values("tcp", "sm"));
