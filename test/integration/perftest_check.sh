@@ -250,9 +250,56 @@ run_te() {
   pass "$what: $(grep '^result ' "$out")"
 }
 
+# run_te_notify <MC_TLS>: te_write --notify: after the run, pairs of a plain
+# and a notified batch; the plain, notified and extra latency lines with
+# their percentiles (ordered: min <= p10 <= p50 <= p90 <= p99 <= max), and a
+# result line whose figures are those lines' p50s; the target took every
+# notification.
+run_te_notify() {
+  local tl=$1 what="te $1 te_write --notify" out=$tmp/out.notify rc=0 trc=0
+  start_te_target "$what" te_write "MC_TLS=$tl" || return
+  env "MC_TLS=$tl" timeout $limit "$perftest" -t te_write --segment_id="$seg" \
+    --local_server_name=127.0.0.1 --threads 1 --batch_size 4 --block_size 65536 \
+    --duration 1 --notify --notify_rounds 50 > "$out" 2> "$tmp/err" || rc=$?
+  kill -TERM $target 2>/dev/null; wait $target || trc=$?
+  if [ $rc -ne 0 ] || [ $trc -ne 0 ]; then
+    fail "$what: initiator exit $rc, target exit $trc"
+    sed 's/^/      /' "$tmp/err" "$out" "$tmp/target" | tail -6; return
+  fi
+  if ! grep -q '^target: 50 notifications taken$' "$tmp/target"; then
+    fail "$what: the target did not take 50 notifications"; sed 's/^/      /' "$tmp/target" | tail -3
+    return
+  fi
+  if ! why=$(awk '
+      /^    (plain|notified|extra) +p50 / {
+        name = $1; p50[name] = $3
+        line = $0; gsub(/[(),]/, " ", line); n = split(line, f, " ")
+        # f: name p50 V us min V p10 V p90 V p99 V max V
+        if (!(f[6] <= f[8] && f[8] <= f[3] && f[3] <= f[10] && f[10] <= f[12] && f[12] <= f[14])) {
+          print name " percentiles out of order: " $0; exit 1
+        }
+        seen++
+      }
+      /^result test=notify / {
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        res++
+      }
+      END {
+        if (seen != 3 || res != 1) { print seen + 0 " latency lines, " res + 0 " notify results"; exit 1 }
+        if (v["rounds"] != 50) { print "rounds " v["rounds"]; exit 1 }
+        if (v["plain_p50_us"] != p50["plain"] || v["notified_p50_us"] != p50["notified"] ||
+            v["extra_p50_us"] != p50["extra"]) { print "result line does not match the p50s"; exit 1 }
+        if (!(v["plain_p50_us"] > 0 && v["notified_p50_us"] > 0)) { print "zero latency"; exit 1 }
+      }' "$out"); then
+    fail "$what: $why"; sed 's/^/      /' "$out" | tail -8; return
+  fi
+  pass "$what: $(grep '^result test=notify' "$out")"
+}
+
 for tl in ${PERFTEST_TE_TLS:-tcp sm}; do
   run_te "$tl" te_write 65536
   run_te "$tl" te_read 65536
+  run_te_notify "$tl"
 done
 # te_lat over tcp and sm: one result line per size (8 B, 4 KiB, 64 KiB),
 # each with as many samples as asked, percentiles in order (0 < p50 <= p99

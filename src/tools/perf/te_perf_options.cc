@@ -219,6 +219,15 @@ const std::map<std::string, Flag>& flags() {
           o->init_mem = v == "true";
           return std::string();
         }}},
+      {"notify",
+       {Kind::Bool,
+        [](const std::string& v, TeOptions* o) {
+          o->notify = v == "true";
+          return std::string();
+        }}},
+      {"notify_rounds",
+       {Kind::Uint, [](const std::string& v,
+                       TeOptions* o) { return size_value(v, 1, 1 << 20, &o->notify_rounds); }}},
       {"backend",
        {Kind::String,
         [](const std::string& v, TeOptions* o) {
@@ -427,6 +436,12 @@ void print_te_usage(FILE* out) {
       "     --report_precision <n>     its decimals (%llu)\n"
       "     --init_mem                 fill the buffers with 0xCC before registering them\n"
       "                                (Mooncake fills its VRAM); default: untouched\n"
+      "     --notify                   (mc's own; te_write) after the run, the latency of\n"
+      "                                one batch of thread 0's requests written with a\n"
+      "                                notification (until the target took it) against\n"
+      "                                the same batch without (until it completed),\n"
+      "                                alternating, and the difference; percentiles\n"
+      "     --notify_rounds <n>        pairs of batches of --notify (%llu)\n"
       "     --auto_discovery, --use_vram, --gpu_id, --backend=classic|tent\n"
       "                                accepted; mc says once on stderr what it does instead\n"
       "                                (it always discovers the topology, registers host\n"
@@ -440,7 +455,8 @@ void print_te_usage(FILE* out) {
       static_cast<unsigned long long>(d.batch_size), static_cast<unsigned long long>(d.block_size),
       static_cast<unsigned long long>(d.threads), static_cast<unsigned long long>(d.duration),
       kTeTargetSlackS, static_cast<unsigned long long>(d.buffer_size),
-      static_cast<unsigned long long>(d.report_precision));
+      static_cast<unsigned long long>(d.report_precision),
+      static_cast<unsigned long long>(d.notify_rounds));
 }
 
 }  // namespace mc::perf

@@ -35,6 +35,10 @@ struct TeOptions {
   std::string report_unit = "GB";
   uint64_t report_precision = 2;
   bool init_mem = false;  ///< --init_mem: fill the buffers with 0xCC before registering
+  /// --notify (mc's own): after the run, the latency of batches with a
+  /// notification against plain ones, alternating, `notify_rounds` pairs.
+  bool notify = false;
+  uint64_t notify_rounds = 200;
   /// MC_* settings the flags stand for (--protocol, --device_name,
   /// --nic_priority_matrix), set in the environment before the engine starts.
   std::vector<std::pair<std::string, std::string>> env;

@@ -127,9 +127,15 @@ int run_target(const TeOptions& o) {
   std::signal(SIGTERM, on_signal);
   const auto end = std::chrono::steady_clock::now() +
                    std::chrono::seconds(o.duration_given ? o.duration + kTeTargetSlackS : 0);
+  // Notifications (an initiator's --notify) are taken as they come, so that
+  // its queue never fills; their count is said at the end.
+  size_t notified = 0;
   while (!g_stop.load() && (!o.duration_given || std::chrono::steady_clock::now() < end)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::vector<NotifyDesc> got;
+    if (engine.getNotifies(got) == 0) notified += got.size();
+    std::this_thread::sleep_for(std::chrono::milliseconds(got.empty() ? 1 : 0));
   }
+  if (notified > 0) std::printf("target: %zu notifications taken\n", notified);
   std::printf("target: done\n");
   return engine.unregisterLocalMemory(buf.data()) == 0 ? 0 : kExitFailed;
 }
@@ -262,6 +268,72 @@ void report(const TeOptions& o, double seconds, uint64_t batches, const std::str
       check.rfind("passed", 0) == 0 ? "passed" : "failed");
 }
 
+// Microseconds at percentile p (0..1) of sorted `v`.
+double percentile(const std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * double(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+std::string latency_text(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "p50 %.1f us (min %.1f, p10 %.1f, p90 %.1f, p99 %.1f, max %.1f)",
+                percentile(v, 0.5), v.front(), percentile(v, 0.1), percentile(v, 0.9),
+                percentile(v, 0.99), v.back());
+  return buf;
+}
+
+// --notify: pairs of one plain batch (submit until every task completed)
+// and the same batch with a notification (submit until the target took it:
+// getBatchNotifyStatus 0), alternating so both see the same conditions;
+// the extra latency of each pair is the notified one minus the plain one.
+bool measure_notify(TransferEngine& engine, const TeOptions& o,
+                    const std::vector<TransferRequest>& reqs) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> plain, notified, extra;
+  for (uint64_t round = 0; round < o.notify_rounds; ++round) {
+    auto t0 = Clock::now();
+    if (!run_batch(engine, reqs)) return false;
+    const double p = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    t0 = Clock::now();
+    const BatchID id = engine.allocateBatchID(reqs.size());
+    if (id == kInvalidBatchID ||
+        engine.submitTransferWithNotify(id, reqs, {"mc_perftest", std::to_string(round)}) != 0) {
+      std::fprintf(stderr, "mc_perftest: --notify: a notified batch was refused\n");
+      return false;
+    }
+    int st = 1;
+    while ((st = engine.getBatchNotifyStatus(id)) == 1) std::this_thread::yield();
+    const double n = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    if (st != 0 || engine.freeBatchID(id) != 0) {
+      std::fprintf(stderr, "mc_perftest: --notify: notification %llu not taken (%d)\n",
+                   static_cast<unsigned long long>(round), st);
+      return false;
+    }
+    plain.push_back(p);
+    notified.push_back(n);
+    extra.push_back(n - p);
+  }
+  std::printf("  notify       %llu pairs of one batch (%llu x %llu B)\n",
+              static_cast<unsigned long long>(o.notify_rounds),
+              static_cast<unsigned long long>(o.batch_size),
+              static_cast<unsigned long long>(o.block_size));
+  std::printf("    plain      %s\n", latency_text(plain).c_str());
+  std::printf("    notified   %s\n", latency_text(notified).c_str());
+  std::printf("    extra      %s\n", latency_text(extra).c_str());
+  std::sort(plain.begin(), plain.end());
+  std::sort(notified.begin(), notified.end());
+  std::sort(extra.begin(), extra.end());
+  std::printf(
+      "result test=notify block=%llu batch=%llu rounds=%llu plain_p50_us=%.1f "
+      "notified_p50_us=%.1f extra_p50_us=%.1f extra_p90_us=%.1f\n",
+      static_cast<unsigned long long>(o.block_size), static_cast<unsigned long long>(o.batch_size),
+      static_cast<unsigned long long>(o.notify_rounds), percentile(plain, 0.5),
+      percentile(notified, 0.5), percentile(extra, 0.5), percentile(extra, 0.9));
+  return true;
+}
+
 int run_initiator(const TeOptions& o) {
   const size_t needed = o.batch_size * o.threads * o.block_size;
   TransferEngine engine;
@@ -309,6 +381,10 @@ int run_initiator(const TeOptions& o) {
   std::string result;
   const bool ok = check_data(engine, o, local.data(), check.data(), seg, remote, &result);
   report(o, seconds, batches.load(), transport, result);
+  if (ok && o.notify && o.test == "te_write" &&
+      !measure_notify(engine, o, thread_requests(o, op, local.data(), seg, remote, 0))) {
+    return kExitFailed;
+  }
   return ok ? 0 : kExitFailed;
 }
 
@@ -469,6 +545,10 @@ int run_te_perf(int argc, char** argv) {
   TeOptions o;
   if (const int rc = parse_te_options(argc, argv, &o); rc >= 0) return rc;
   apply_flags(o);
+  if (o.notify && o.test != "te_write" && o.mode != "target") {
+    std::fprintf(stderr, "mc_perftest: --notify measures te_write batches; ignored for %s\n",
+                 o.test.c_str());
+  }
   if (o.mode == "target") return run_target(o);
   return o.test == "te_lat" ? run_latency(o) : run_initiator(o);
 }
