@@ -32,8 +32,9 @@ test_pkgs=(
   golang-go rustc cargo
   python3-pytest python3-numpy
 )
-# contrib/bench-compare.sh's peers and plot (--bench).
-bench_pkgs=(ucx-utils iperf3 gnuplot-nox)
+# contrib/bench-compare.sh's peers and plot, and the Rust layout check of
+# contrib/mooncake-wrappers-check.sh (--bench).
+bench_pkgs=(ucx-utils iperf3 gnuplot-nox bindgen)
 # contrib/fresh-check.sh's (--fresh-check): a Debian root, and git to clone
 # the tree into it.
 fresh_pkgs=(debootstrap git)
@@ -82,6 +83,7 @@ ucx_perftest    ucx-utils        contrib/bench-compare.sh (--bench)
 ucx_info        ucx-utils        contrib/bench-compare.sh (--bench)
 iperf3          iperf3           contrib/bench-compare.sh (--bench)
 gnuplot         gnuplot-nox      contrib/bench-compare.sh --plot (--bench)
+bindgen         bindgen          contrib/mooncake-wrappers-check.sh (--bench; Mooncake's Rust types against mc's header)
 debootstrap     debootstrap      contrib/fresh-check.sh (--fresh-check)
 git             git              contrib/fresh-check.sh (--fresh-check)
 dpkg-buildpackage dpkg-dev       contrib/deb-check.sh (--deb)
