@@ -14,6 +14,7 @@
 #include "ucs/config/registry.h"
 #include "uct/cuda/base/cuda_driver_config.h"
 #include "uct/cuda/cuda_copy/cuda_copy_config.h"
+#include "uct/cuda/cuda_ipc/cuda_ipc_config.h"
 #include "uct/ib/base/ib_config.h"
 #include "uct/ib/rc/rc_config.h"
 #include "uct/nvmeof/nvmeof_config.h"
@@ -52,6 +53,7 @@ constexpr ModuleTable kTransportTables[] = {
     {&uct::cuda::cuda_driver_config_table,
      "the modules `libmc_uct_cuda.so` and `libmc_uct_cuda_ipc.so`", kCuda},
     {&uct::cuda::cuda_copy_config_table, "the module `libmc_uct_cuda.so`", kCuda},
+    {&uct::cuda::cuda_ipc_config_table, "the module `libmc_uct_cuda_ipc.so`", kCuda},
     {&uct::nvmeof::nvmeof_config_table, "the module `libmc_uct_nvmeof.so`",
      "configure finds liburing (`--with-liburing`)"},
 };
