@@ -21,7 +21,7 @@ AC_DEFUN([MC_CHECK_CUDA], [
   AS_IF([test "$mc_have_cuda" = no], [with_cuda_toolkit=no])
   MC_CHECK_DEP([cuda-toolkit], [CUDA toolkit (cuda.h and the CUDA runtime)],
     [#include <cuda.h>
-     #include <cuda_runtime.h>], [int n; cudaGetDeviceCount(&n); cuInit(0);], [-lcudart],
+     #include <cuda_runtime.h>], [int n; cudaGetDeviceCount(&n); CUresult r = CUDA_SUCCESS; (void)r;], [-lcudart],
     [/usr/local/cuda])
   AS_IF([test "$mc_have_cuda" = no], [mc_why_cuda_toolkit="disabled by --without-cuda"])
   AS_IF([test "$mc_have_cuda" = yes],
