@@ -78,7 +78,7 @@ src/tools/info/mc_info -m | grep -E 'cuda|left out' || true
 src/tools/info/mc_info -d | sed -n '/Component: cuda_copy/,/Component: [^c]/p' | head -60
 
 step "2. cuda_ipc between two processes on one GPU, 8 B to 64 MiB, and cudaMemcpy D2D"
-test/gtest/mc_gtest --gtest_filter='CudaIpcGpu.*' || fail=1
+test/gtest/mc_gtest --gtest_filter='*CudaIpcGpu.*' || fail=1
 
 step "3. test/gpu/run.sh (cuda_copy, staging with CudaStagingRemote, Transfer Engine, cuda_ipc)"
 "$top/test/gpu/run.sh" "$build" || fail=1

@@ -33,4 +33,4 @@ make -j"$jobs" -C test/gtest check TESTS= >/dev/null
 
 [ -x src/tools/info/mc_info ] && src/tools/info/mc_info -d | sed -n '/Component: cuda_copy/,/^#$/p'
 export MC_LOG_LEVEL=${MC_LOG_LEVEL:-info}
-test/gtest/mc_gtest --gtest_filter='CudaCopy*:MemTypeCache*:*CudaStaging*:*TeCuda*:CudaIpc*:UcpCudaIpc*' "${@:2}"
+test/gtest/mc_gtest --gtest_filter='CudaCopy*:MemTypeCache*:*CudaStaging*:*TeCuda*:*CudaIpc*' "${@:2}"
