@@ -6,7 +6,9 @@
 # and got from a host buffer over tcp and sm through cuda_copy), and the
 # Transfer Engine writing and reading device memory (to a peer's host buffer,
 # and to a file segment through pinned bounce buffers: TeCudaFile, which
-# needs liburing). Run from the top of the tree on a machine with a GPU.
+# needs liburing); cuda_ipc between two processes on the GPU (CudaIpcGpu.*)
+# and over the fake driver (CudaIpc*, UcpCudaIpc*). Run from the top of the
+# tree on a machine with a GPU (test/gpu/h200-run.sh: on a bare one).
 #   test/gpu/run.sh [build-dir]        (default: build-gpu-run)
 set -euo pipefail
 
@@ -31,4 +33,4 @@ make -j"$jobs" -C test/gtest check TESTS= >/dev/null
 
 [ -x src/tools/info/mc_info ] && src/tools/info/mc_info -d | sed -n '/Component: cuda_copy/,/^#$/p'
 export MC_LOG_LEVEL=${MC_LOG_LEVEL:-info}
-test/gtest/mc_gtest --gtest_filter='CudaCopy*:MemTypeCache*:*CudaStaging*:*TeCuda*' "${@:2}"
+test/gtest/mc_gtest --gtest_filter='CudaCopy*:MemTypeCache*:*CudaStaging*:*TeCuda*:*CudaIpc*' "${@:2}"

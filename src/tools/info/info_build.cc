@@ -38,6 +38,11 @@ constexpr bool kHaveCuda = true;
 #else
 constexpr bool kHaveCuda = false;
 #endif
+#ifdef HAVE_CUDA_TOOLKIT
+constexpr bool kHaveCudaToolkit = true;
+#else
+constexpr bool kHaveCudaToolkit = false;
+#endif
 #ifdef HAVE_LIBURING
 constexpr bool kHaveLiburing = true;
 #else
@@ -72,7 +77,8 @@ constexpr bool kHaveBenchmark = false;
 const Feature kFeatures[] = {
     {"verbs", kHaveVerbs, "rc_verbs transport"},
     {"mlx5dv", kHaveMlx5dv, "rc_mlx5 transport"},
-    {"cuda", kHaveCuda, "cuda_copy transport, GPU memory types"},
+    {"cuda", kHaveCuda, "cuda_copy and cuda_ipc transports, GPU memory types"},
+    {"cuda_toolkit", kHaveCudaToolkit, "cuda.h check of the declared driver API, CUDA runtime tests"},
     {"liburing", kHaveLiburing, "nvmeof transport"},
     {"hiredis", kHaveHiredis, "redis metadata backend"},
     {"curl", kHaveCurl, "http and etcd metadata backends"},
@@ -115,6 +121,25 @@ void print_build(bool json, std::ostream& os) {
   os << "}\n";
 }
 
+std::vector<LeftOutModule> configure_left_out() {
+  // "kind name: reason|kind name: reason" (configure.ac).
+  const std::string all = MC_CONFIGURE_LEFT_OUT;
+  std::vector<LeftOutModule> out;
+  size_t at = 0;
+  while (at < all.size()) {
+    size_t end = all.find('|', at);
+    if (end == std::string::npos) end = all.size();
+    const std::string entry = all.substr(at, end - at);
+    at = end + 1;
+    const size_t space = entry.find(' ');
+    const size_t colon = entry.find(": ", space == std::string::npos ? 0 : space);
+    if (space == std::string::npos || colon == std::string::npos) continue;
+    out.push_back({entry.substr(0, space), entry.substr(space + 1, colon - space - 1),
+                   entry.substr(colon + 2)});
+  }
+  return out;
+}
+
 void print_modules_json(std::ostream& os) {
   ucs::ModuleLoader& loader = ucs::ModuleLoader::instance();
   os << "{\"search_path\":[";
@@ -133,6 +158,17 @@ void print_modules_json(std::ostream& os) {
     f.key("abi") << m.abi_version;
     f.key("build_tag") << json_string(m.build_tag);
     f.key("version") << json_string(m.version);
+    f.key("reason") << json_string(m.reason);
+    o << "}";
+  }
+  for (const LeftOutModule& m : configure_left_out()) {
+    std::ostream& o = list.item();
+    o << "{";
+    JsonList f(o);
+    f.key("kind") << json_string(m.kind);
+    f.key("name") << json_string(m.name);
+    f.key("path") << json_string("");
+    f.key("state") << json_string("left out by configure");
     f.key("reason") << json_string(m.reason);
     o << "}";
   }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "ucs/config/registry.h"
 #include "ucs/config/sources.h"
@@ -14,9 +16,20 @@ namespace mc::info {
 /// object with `json`.
 void print_build(bool json, std::ostream& os);
 
+/// A module this build does not have because configure left it out.
+struct LeftOutModule {
+  std::string kind;    ///< "uct", "metadata"
+  std::string name;    ///< "nvmeof"
+  std::string reason;  ///< configure's: "liburing not found (...)"
+};
+
+/// What configure left out (config.h's MC_CONFIGURE_LEFT_OUT), in its order.
+std::vector<LeftOutModule> configure_left_out();
+
 /// mc_info -m --json: the module search path and every module found (kind,
 /// name, path, load state, ABI, build tag, version, the reason of a
-/// failure), and the reason of each loaded component that found no device.
+/// failure), the modules configure left out with its reason, and the reason
+/// of each loaded component that found no device.
 void print_modules_json(std::ostream& os);
 
 /// mc_info -d --json: modules that did not load, then every component with

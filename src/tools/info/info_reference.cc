@@ -12,7 +12,9 @@
 #include "ucp/metadata/redis/redis_config.h"
 #include "ucp/te/te_config.h"
 #include "ucs/config/registry.h"
+#include "uct/cuda/base/cuda_driver_config.h"
 #include "uct/cuda/cuda_copy/cuda_copy_config.h"
+#include "uct/cuda/cuda_ipc/cuda_ipc_config.h"
 #include "uct/ib/base/ib_config.h"
 #include "uct/ib/rc/rc_config.h"
 #include "uct/nvmeof/nvmeof_config.h"
@@ -38,14 +40,20 @@ constexpr const char* kVerbs =
     "mlx5dv.h, `--with-mlx5dv`)";
 constexpr const char* kIbModules = "the modules `libmc_uct_rc_verbs.so` and `libmc_uct_rc_mlx5.so`";
 
+constexpr const char* kCuda =
+    "configure is not given `--without-cuda` (the CUDA toolkit is not needed: the driver is "
+    "loaded at run time)";
+
 constexpr ModuleTable kTransportTables[] = {
     {&uct::self::self_config_table, "the module `libmc_uct_self.so`", nullptr},
     {&uct::tcp::tcp_config_table, "the module `libmc_uct_tcp.so`", nullptr},
     {&uct::sm::sm_config_table, "the module `libmc_uct_sm.so`", nullptr},
     {&uct::ib::ib_config_table, kIbModules, kVerbs},
     {&uct::ib::rc::rc_config_table, kIbModules, kVerbs},
-    {&uct::cuda::cuda_copy_config_table, "the module `libmc_uct_cuda.so`",
-     "configure finds the CUDA toolkit (`--with-cuda`)"},
+    {&uct::cuda::cuda_driver_config_table,
+     "the modules `libmc_uct_cuda.so` and `libmc_uct_cuda_ipc.so`", kCuda},
+    {&uct::cuda::cuda_copy_config_table, "the module `libmc_uct_cuda.so`", kCuda},
+    {&uct::cuda::cuda_ipc_config_table, "the module `libmc_uct_cuda_ipc.so`", kCuda},
     {&uct::nvmeof::nvmeof_config_table, "the module `libmc_uct_nvmeof.so`",
      "configure finds liburing (`--with-liburing`)"},
 };

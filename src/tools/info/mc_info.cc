@@ -89,6 +89,12 @@ void print_modules() {
     std::cout << m.path << "\n";
     if (!m.reason.empty()) std::cout << "#   " << std::string(24, ' ') << "reason: " << m.reason << "\n";
   }
+  // What this build has not, and why: configure's reasons.
+  for (const info::LeftOutModule& m : info::configure_left_out()) {
+    std::cout << "#   " << std::left << std::setw(10) << m.kind << std::setw(14) << m.name
+              << std::setw(16) << "left out" << "by configure\n"
+              << "#   " << std::string(24, ' ') << "reason: " << m.reason << "\n";
+  }
   // Loaded modules whose component found no device say why (cuda_copy
   // without a GPU or a driver).
   for (uct::Component* c : uct::load_components()) {

@@ -154,9 +154,16 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
   }
   const proto::ProtoTable& table = protocols_->table(op, registered, mem);
   const proto::ProtoRange* range = table.lookup(length);
+  // A lane the peer's registration has no key for (cuda_ipc, the lane of
+  // local GPU memory, towards the peer's host memory) cannot carry it: the
+  // memory is staged here, or by the peer when it is the peer's GPU memory.
+  if (range && !range->lanes.empty() && !rkey.for_lane(range->lanes[0])) range = nullptr;
   if (!range) {
     const proto::Staging* staging = protocols_->staging(op, mem);
     if (staging) return rma_staged(op, *staging, buffer, length, remote_addr, rkey, params);
+    if (rkey.mem_type() != uct::MemType::Host) {
+      return rma_remote_staged(op, mem, buffer, length, remote_addr, params);
+    }
     return no_protocol(op, mem);
   }
   if (!params.rails || params.rails->empty()) {

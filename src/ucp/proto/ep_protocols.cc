@@ -66,7 +66,7 @@ int single_lane(Op op, const wireup::LaneSelection& sel,
       op == Op::Am ? sel.am_lane : (sel.rma_lanes.empty() ? -1 : int(sel.rma_lanes[0]));
   if (first < 0 || can_access(sel, local, static_cast<size_t>(first), mem)) return first;
   if (op == Op::Am) return -1;  // active messages stay on their lane
-  for (const std::vector<size_t>* v : {&sel.rma_lanes, &sel.rma_bw_lanes}) {
+  for (const std::vector<size_t>* v : {&sel.rma_lanes, &sel.rma_bw_lanes, &sel.gpu_lanes}) {
     for (size_t lane : *v) {
       if (can_access(sel, local, lane, mem)) return static_cast<int>(lane);
     }
@@ -164,9 +164,14 @@ EpProtocols EpProtocols::build(const wireup::LaneSelection& sel,
   }
   for (size_t m = 1; m < kProtoMemTypes; ++m) {
     const auto mem = static_cast<uct::MemType>(m);
+    // A GPU lane (cuda_ipc) reaches the peer's GPU memory only: the peer's
+    // host memory is still staged.
+    const int lane = single_lane(Op::Put, sel, local, mem);
+    const bool gpu_only = lane >= 0 && std::find(sel.gpu_lanes.begin(), sel.gpu_lanes.end(),
+                                                 static_cast<size_t>(lane)) != sel.gpu_lanes.end();
     const bool direct = !e.table(Op::Put, true, mem).ranges().empty() ||
                         !e.table(Op::Get, true, mem).ranges().empty();
-    if (!direct)
+    if (!direct || gpu_only)
       e.staging_[m] = plan_staging(local, mem, params.frag_size[m], params.staging_depth);
   }
   e.remote_staging_ = sel.am_lane >= 0;
@@ -192,10 +197,12 @@ void EpProtocols::print(std::ostream& os) const {
     const auto mem = static_cast<uct::MemType>(m);
     bool any = false;
     for (Op op : {Op::Put, Op::Get, Op::Am}) any = any || !table(op, true, mem).ranges().empty();
-    if (!any && staging_[m]) {
+    if (staging_[m]) {
       const Staging& st = *staging_[m];
       os << " with a " << uct::mem_type_name(mem)
-         << " buffer (no lane can access it: staged through host bounce buffers):\n";
+         << (any ? " buffer (its lane reaches the peer's GPU memory only; other memory is staged "
+                   "through host bounce buffers):\n"
+                 : " buffer (no lane can access it: staged through host bounce buffers):\n");
       for (Op op : {Op::Put, Op::Get}) {
         if (!staging(op, mem)) {
           os << "  " << op_name(op) << ": no protocol (no lane)\n";

@@ -15,6 +15,7 @@
 #include "ucp/te/test_hooks.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
+#include "uct/base/component_loader.h"
 
 namespace mc {
 
@@ -103,6 +104,37 @@ Status TransferEngine::Impl::parse_server_name(const std::string& name) {
   return Status::Ok;
 }
 
+namespace {
+
+// What MC_INTRA_NVLINK and MC_FORCE_MNNVL need to know of `context`.
+te::NvlinkFacts nvlink_facts(const ucp::Context& context) {
+  te::NvlinkFacts f;
+  const std::string kFabric = "fabric handles (MNNVL): ";
+  for (const ucp::ResourceInfo& r : context.resources()) {
+    if (r.tl.tl_name != "cuda_ipc") continue;
+    if (!r.enabled) {
+      f.cuda_ipc_why = r.reason;
+      continue;
+    }
+    f.cuda_ipc_usable = true;
+    for (const std::string& note : context.mds()[r.md_index].attr.notes) {
+      if (note.rfind(kFabric, 0) != 0) continue;
+      const std::string state = note.substr(kFabric.size());
+      f.fabric_why = state.rfind("unavailable: ", 0) == 0 ? state.substr(13) : "";
+    }
+  }
+  if (!f.cuda_ipc_usable && f.cuda_ipc_why.empty()) {
+    uct::Component* c = uct::find_component("cuda_ipc");
+    f.cuda_ipc_why = c ? c->unavailable_reason()
+                       : "libmc_uct_cuda_ipc.so is not loaded (built unless configure is given "
+                         "--without-cuda; mc_info -m says why)";
+    if (f.cuda_ipc_why.empty()) f.cuda_ipc_why = "its memory domain did not open";
+  }
+  return f;
+}
+
+}  // namespace
+
 Status TransferEngine::Impl::start_ucp() {
   ucs::config::Registry& registry = ucs::config::Registry::instance();
   te::register_te_config_tables(registry);
@@ -118,6 +150,8 @@ Status TransferEngine::Impl::start_ucp() {
   if (const std::string note = te::workers_note(config_); !note.empty()) {
     MC_LOG(info) << "transfer engine: " << note;
   }
+  // Multi-node NVLink: cuda_ipc exports GPU memory as fabric handles only.
+  if (config_.force_mnnvl) sources.set("MC_CUDA_IPC_FABRIC", "y", "MC_FORCE_MNNVL=y");
   MC_ASSIGN_OR_RETURN(ucp::ContextConfig ucp_config, ucs::config::read_table<ucp::ContextConfig>(
                                                          ucp::context_config_table(), sources));
   load_topology(sources, &ucp_config);
@@ -126,6 +160,10 @@ Status TransferEngine::Impl::start_ucp() {
   context_params.config = ucp_config;
   context_params.components = test_components();
   MC_ASSIGN_OR_RETURN(context_, ucp::Context::create(context_params));
+  if (const std::string why = te::nvlink_check(config_, nvlink_facts(*context_)); !why.empty()) {
+    MC_LOG(error) << "transfer engine: " << why;
+    return Status::Unsupported;
+  }
   MC_ASSIGN_OR_RETURN(worker_, ucp::Worker::create(*context_));
   retry_cnt_ = context_->config().retry_cnt;
   const auto timeout = context_->config().transfer_timeout;

@@ -74,13 +74,17 @@ const cfg::Table& te_config_table() {
                   "best-ranked; ranks then only order where a failed slice moves.",
                   &TeConfig::path_roundrobin, cfg::bool_parser()),
        cfg::field("INTRA_NVLINK", "n",
-                  "Mooncake: intra-node NVLink as the main transport. mc has no NVLink "
-                  "transport yet: when set, engine init fails naming this knob. Cannot be "
-                  "combined with MC_FORCE_MNNVL.",
+                  "Mooncake: intra-node NVLink as the main transport. The cuda_ipc transport "
+                  "carries GPU-to-GPU transfers between processes of this host ahead of staging "
+                  "whenever it reaches; with this knob it must: engine init fails, naming why, "
+                  "when cuda_ipc is not usable (not built, no GPU, filtered by MC_TLS). Cannot "
+                  "be combined with MC_FORCE_MNNVL.",
                   &TeConfig::intra_nvlink, cfg::bool_parser()),
        cfg::field("FORCE_MNNVL", "n",
-                  "Mooncake: multi-node NVLink as the main transport whatever RDMA NICs exist. mc "
-                  "has no NVLink transport yet: when set, engine init fails naming this knob.",
+                  "Mooncake: multi-node NVLink whatever RDMA NICs exist. cuda_ipc exports GPU "
+                  "memory only as fabric handles (MC_CUDA_IPC_FABRIC=y); engine init fails, "
+                  "naming why, when fabric handles are unavailable (driver version, no IMEX "
+                  "channel, not in an NVLink domain) or cuda_ipc is not usable.",
                   &TeConfig::force_mnnvl, cfg::bool_parser()),
        cfg::field("NOTIFY_MAX_SIZE", "64k",
                   "Largest notification (name and notify_msg together, in bytes) this engine "
@@ -99,15 +103,24 @@ const cfg::Table& te_config_table() {
 std::string unsupported_knobs(const TeConfig& config) {
   if (config.intra_nvlink && config.force_mnnvl) {
     return "MC_INTRA_NVLINK and MC_FORCE_MNNVL cannot be combined (intra-node and multi-node "
-           "NVLink exclude each other), and mc has no NVLink transport yet";
+           "NVLink exclude each other: set one)";
   }
+  return "";
+}
+
+std::string nvlink_check(const TeConfig& config, const NvlinkFacts& facts) {
   const char* knob = config.intra_nvlink  ? "MC_INTRA_NVLINK"
                      : config.force_mnnvl ? "MC_FORCE_MNNVL"
                                           : nullptr;
   if (!knob) return "";
-  return std::string(knob) +
-         " is set, but mc has no NVLink transport yet; unset it (MC_TLS or MC_FORCE_TCP / "
-         "MC_FORCE_HCA choose among the transports mc has)";
+  if (!facts.cuda_ipc_usable) {
+    return std::string(knob) + "=y, but the cuda_ipc transport is not usable: " +
+           (facts.cuda_ipc_why.empty() ? "no cuda_ipc resource" : facts.cuda_ipc_why);
+  }
+  if (config.force_mnnvl && !facts.fabric_why.empty()) {
+    return "MC_FORCE_MNNVL=y, but fabric handles are unavailable: " + facts.fabric_why;
+  }
+  return "";
 }
 
 std::string workers_note(const TeConfig& config) {

@@ -35,16 +35,27 @@ struct TeConfig {
   std::optional<uint64_t> workers_per_ctx;
   bool dest_device_affinity = false;  ///< MC_ENABLE_DEST_DEVICE_AFFINITY (RailPreference)
   bool path_roundrobin = false;       ///< MC_PATH_ROUNDROBIN (RailPreference)
-  bool intra_nvlink = false;          ///< MC_INTRA_NVLINK: refused by init (no NVLink transport)
-  bool force_mnnvl = false;           ///< MC_FORCE_MNNVL: refused by init (no NVLink transport)
+  bool intra_nvlink = false;          ///< MC_INTRA_NVLINK: cuda_ipc required (nvlink_check)
+  bool force_mnnvl = false;           ///< MC_FORCE_MNNVL: cuda_ipc with fabric handles required
   size_t notify_max_size = 64 << 10;    ///< MC_NOTIFY_MAX_SIZE
   uint64_t notify_queue_length = 1024;  ///< MC_NOTIFY_QUEUE_LENGTH
 };
 
-/// Why `config` cannot start an engine: the NVLink knobs (MC_INTRA_NVLINK,
-/// MC_FORCE_MNNVL) ask for a transport mc does not have. Empty when it can.
+/// Why `config` cannot start an engine before anything is opened: the NVLink
+/// knobs MC_INTRA_NVLINK and MC_FORCE_MNNVL set together. Empty when it can.
 /// Pure; thread-safe.
 std::string unsupported_knobs(const TeConfig& config);
+
+/// What the NVLink knobs need of the transports, as init sees them.
+struct NvlinkFacts {
+  bool cuda_ipc_usable = false;  ///< a cuda_ipc resource is enabled in the context
+  std::string cuda_ipc_why;      ///< else why not (not built, no GPU, filtered)
+  std::string fabric_why;        ///< why fabric handles are unavailable; empty: available
+};
+
+/// Why the NVLink knobs of `config` cannot be met given `facts` (init fails
+/// with it); empty when they can or are off. Pure.
+std::string nvlink_check(const TeConfig& config, const NvlinkFacts& facts);
 
 /// The line init() logs when MC_WORKERS_PER_CTX is set (empty when not):
 /// what mc does instead of Mooncake's per-device worker threads.

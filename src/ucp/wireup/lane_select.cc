@@ -160,7 +160,8 @@ const char* reject_reason_name(RejectReason reason) {
 
 std::string lane_roles_string(unsigned roles) {
   static const std::pair<unsigned, const char*> names[] = {
-      {kLaneAm, "am"}, {kLaneRma, "rma"}, {kLaneRmaBw, "rma-bw"}, {kLaneAmBw, "am-bw"}};
+      {kLaneAm, "am"},       {kLaneRma, "rma"},        {kLaneRmaBw, "rma-bw"},
+      {kLaneAmBw, "am-bw"}, {kLaneRmaGpu, "rma-gpu"}};
   std::string s;
   for (const auto& [bit, name] : names) {
     if (roles & bit) s += (s.empty() ? "" : "|") + std::string(name);
@@ -319,6 +320,27 @@ void select_am_rails(LaneSelection* sel, const std::vector<LocalResource>& local
   }
 }
 
+// GPU memory that no RMA lane touches: the pair that can, fastest first
+// (cuda_ipc between two processes of one host), rather than staging it.
+void select_gpu(LaneSelection* sel, const std::vector<LocalResource>& local) {
+  const uct::MemTypeMask gpu = uct::mem_type_bit(uct::MemType::Cuda);
+  for (const std::vector<size_t>* v : {&sel->rma_lanes, &sel->rma_bw_lanes}) {
+    for (size_t lane : *v) {
+      if (local[sel->candidate_of(lane).local].attr.access_mem_types & gpu) return;
+    }
+  }
+  int best = -1;
+  for (size_t i = 0; i < sel->candidates.size(); ++i) {
+    const Candidate& c = sel->candidates[i];
+    if (!c.bw_ok || !(local[c.local].attr.access_mem_types & gpu)) continue;
+    if (best < 0 || c.bandwidth > sel->candidates[best].bandwidth ||
+        (c.bandwidth == sel->candidates[best].bandwidth && c.priority > sel->candidates[best].priority)) {
+      best = static_cast<int>(i);
+    }
+  }
+  if (best >= 0) sel->gpu_lanes.push_back(add_lane(sel, static_cast<size_t>(best), kLaneRmaGpu));
+}
+
 }  // namespace
 
 LaneSelection select_lanes(const std::vector<LocalResource>& local,
@@ -337,6 +359,7 @@ LaneSelection select_lanes(const std::vector<LocalResource>& local,
     select_am_rails(&sel, local, params, static_cast<size_t>(am));
   }
   select_rma(&sel, local, params);
+  if (params.mem_type == uct::MemType::Host) select_gpu(&sel, local);
   return sel;
 }
 

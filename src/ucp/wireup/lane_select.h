@@ -57,6 +57,7 @@ enum LaneRole : unsigned {
   kLaneRma = 1u << 1,    ///< put / get below the multi-lane range
   kLaneRmaBw = 1u << 2,  ///< one of the multi-lane put / get rails
   kLaneAmBw = 1u << 3,   ///< one of the rails of large active messages
+  kLaneRmaGpu = 1u << 4, ///< put / get of GPU memory the other lanes cannot touch (cuda_ipc)
 };
 
 /// "am|rma|rma-bw".
@@ -122,6 +123,9 @@ struct LaneSelection {
   std::vector<size_t> rma_lanes;     ///< best first
   std::vector<size_t> rma_bw_lanes;  ///< best first
   std::vector<size_t> am_bw_lanes;   ///< the am lane first
+  /// Lanes for GPU memory when no RMA lane can touch it (cuda_ipc between
+  /// processes of one host): used for that memory, ahead of staging.
+  std::vector<size_t> gpu_lanes;
   std::vector<Rejection> rejections;
 
   /// The candidate behind lanes[lane].
@@ -133,7 +137,9 @@ struct LaneSelection {
 /// Scores every reachable pair of an enabled local resource and a remote
 /// iface of the same transport and picks: the AM lane (lowest am_time), RMA
 /// lanes (lowest rma_time), up to max_rma_rails bandwidth lanes (highest
-/// bandwidth, distinct devices first) and up to max_eager_rails AM rails.
+/// bandwidth, distinct devices first) and up to max_eager_rails AM rails;
+/// when no RMA lane can touch GPU (CUDA) memory, the best pair that puts and
+/// gets it becomes a GPU lane.
 /// Ties go to the higher priority, then to the lower local index. Pure.
 LaneSelection select_lanes(const std::vector<LocalResource>& local,
                            const std::vector<AddressEntry>& remote, const ReachFn& reachable,

@@ -26,8 +26,10 @@ Registry& Registry::instance() {
 
 void Registry::add_entry(const Table* table, Printer print, Reader read) {
   std::lock_guard guard(lock_);
+  // A table compiled into several modules (the CUDA modules' "cuda
+  // driver") is one table: the first registered of a name is kept.
   for (const Entry& e : entries_) {
-    if (e.table == table) return;
+    if (e.table == table || e.table->name() == table->name()) return;
   }
   entries_.push_back(Entry{table, std::move(print), std::move(read)});
 }

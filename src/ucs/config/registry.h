@@ -28,7 +28,8 @@ class Registry {
   static Registry& instance();
 
   /// Adds `table` (which must outlive the process's use of the registry)
-  /// once; a second call with the same table is ignored.
+  /// once; a second call with the same table, or with another table of the
+  /// same name (one table compiled into several modules), is ignored.
   template <typename Obj>
   void add(const Table& table) {
     auto print = [&table](std::ostream& os, const Sources& sources, bool full) {

@@ -2,7 +2,8 @@
 // The Transfer Engine knobs of the Mooncake document that mc answers in the
 // engine: MC_HANDSHAKE_LISTEN_BACKLOG reaches the RPC listener's listen()
 // (read back from the kernel through sock_diag), MC_INTRA_NVLINK and
-// MC_FORCE_MNNVL fail init naming themselves, MC_WORKERS_PER_CTX is
+// MC_FORCE_MNNVL need cuda_ipc (over the fake CUDA driver: one starts, the
+// other names the missing fabric handles), MC_WORKERS_PER_CTX is
 // accepted and logged, MC_FORCE_TCP makes the engine's paths tcp and
 // MC_FORCE_HCA without an RDMA device fails init.
 #include <gtest/gtest.h>
@@ -93,12 +94,17 @@ TEST(TeKnobs, HandshakeListenBacklogReachesListen) {
   EXPECT_NE(sink.text().find("MC_HANDSHAKE_LISTEN_BACKLOG"), std::string::npos) << sink.text();
 }
 
-// mc has no NVLink transport: each knob fails init naming itself, and both
-// together say they cannot be combined.
-TEST(TeKnobs, NvlinkKnobsFailInitNamingThem) {
+// The NVLink knobs need cuda_ipc: without a CUDA driver each fails init
+// naming itself and why cuda_ipc is not usable; both together say they
+// cannot be combined. Over the fake driver MC_INTRA_NVLINK starts, and
+// MC_FORCE_MNNVL says why there are no fabric handles.
+TEST(TeKnobs, NvlinkKnobsNeedCudaIpcAndSayWhyNot) {
+  const std::string none = "/nonexistent/libcuda.so.1";
   const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
-      {{{"MC_INTRA_NVLINK", "1"}}, "MC_INTRA_NVLINK is set, but mc has no NVLink transport yet"},
-      {{{"MC_FORCE_MNNVL", "y"}}, "MC_FORCE_MNNVL is set, but mc has no NVLink transport yet"},
+      {{{"MC_INTRA_NVLINK", "1"}, {"MC_CUDA_DRIVER", none}},
+       "MC_INTRA_NVLINK=y, but the cuda_ipc transport is not usable: "},
+      {{{"MC_FORCE_MNNVL", "y"}, {"MC_CUDA_DRIVER", none}},
+       "MC_FORCE_MNNVL=y, but the cuda_ipc transport is not usable: "},
       {{{"MC_INTRA_NVLINK", "y"}, {"MC_FORCE_MNNVL", "true"}},
        "MC_INTRA_NVLINK and MC_FORCE_MNNVL cannot be combined"}};
   for (const auto& [vars, why] : cases) {
@@ -108,9 +114,26 @@ TEST(TeKnobs, NvlinkKnobsFailInitNamingThem) {
     EXPECT_NE(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0) << why;
     EXPECT_NE(sink.text().find(why), std::string::npos) << sink.text();
   }
-  ScopedEnv off({{"MC_INTRA_NVLINK", "n"}, {"MC_FORCE_MNNVL", "0"}});
+  {
+    ScopedEnv off({{"MC_INTRA_NVLINK", "n"}, {"MC_FORCE_MNNVL", "0"}});
+    TransferEngine engine;
+    EXPECT_EQ(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  }
+  if (!uct::find_component("cuda_ipc")) GTEST_SKIP() << "no cuda_ipc module (--without-cuda)";
+  const std::string fake = MC_TEST_MODULE_DIR "/libmc_test_fakecuda.so";
+  {
+    ScopedEnv on({{"MC_INTRA_NVLINK", "y"}, {"MC_CUDA_DRIVER", fake}});
+    TransferEngine engine;
+    EXPECT_EQ(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0) << "cuda_ipc over the fake driver";
+  }
+  mc::test::LogCapture sink(google::GLOG_ERROR);
+  ScopedEnv mnnvl({{"MC_FORCE_MNNVL", "y"}, {"MC_CUDA_DRIVER", fake}});
   TransferEngine engine;
-  EXPECT_EQ(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  EXPECT_NE(engine.init("P2PHANDSHAKE", "127.0.0.1"), 0);
+  EXPECT_NE(sink.text().find("MC_FORCE_MNNVL=y, but fabric handles are unavailable: GPU 0 does not "
+                             "support fabric handles"),
+            std::string::npos)
+      << sink.text();
 }
 
 // Accepted (not warned about as unknown) and logged as having no effect.

@@ -221,5 +221,44 @@ TEST(UcpLanes, EagerRails) {
   EXPECT_EQ(static_cast<int>(s.am_bw_lanes[0]), s.am_lane);
 }
 
+// GPU memory that no RMA lane can touch gets a lane of its own: cuda_ipc
+// (GPU memory only, put and get by zero-copy) beside tcp, ahead of staging;
+// none when a chosen RMA lane touches GPU memory already.
+TEST(UcpLanes, GpuMemoryGetsTheCudaIpcLaneWhenNoRmaLaneTouchesIt) {
+  LocalResource tcp = nic("eth0", 10e-6, 3e9, "tcp");
+  LocalResource ipc = nic("cuda", 5e-6, 300e9, "cuda_ipc");
+  ipc.attr.cap = uct::kCapPutZcopy | uct::kCapGetZcopy | uct::kCapConnectToIface;
+  ipc.attr.access_mem_types = uct::mem_type_bit(uct::MemType::Cuda);
+  std::vector<LocalResource> local = {tcp, ipc};
+  std::vector<AddressEntry> remote = {peer_of(tcp), peer_of(ipc)};
+  auto all = [](size_t, size_t, std::string*) { return true; };
+  LaneSelection s = select_lanes(local, remote, all, {});
+  ASSERT_EQ(s.gpu_lanes.size(), 1u);
+  EXPECT_EQ(local[s.lanes[s.gpu_lanes[0]].local].tl_name, "cuda_ipc");
+  EXPECT_EQ(s.lanes[s.gpu_lanes[0]].roles, unsigned{kLaneRmaGpu});
+  for (size_t lane : s.rma_lanes) EXPECT_EQ(local[s.lanes[lane].local].tl_name, "tcp");
+  std::ostringstream os;
+  s.print(os);
+  EXPECT_NE(os.str().find("cuda_ipc/cuda -> cuda_ipc/cuda [rma-gpu]"), std::string::npos) << os.str();
+
+  // Unreachable (another host): no GPU lane, the transport's reason kept.
+  auto not_ipc = [&](size_t li, size_t, std::string* why) {
+    if (local[li].tl_name != "cuda_ipc") return true;
+    *why = "another host (boot ids differ)";
+    return false;
+  };
+  s = select_lanes(local, remote, not_ipc, {});
+  EXPECT_TRUE(s.gpu_lanes.empty());
+  os.str("");
+  s.print(os);
+  EXPECT_NE(os.str().find("unreachable: another host (boot ids differ)"), std::string::npos)
+      << os.str();
+
+  // An RMA lane that touches GPU memory (GPUDirect RDMA) leaves no GPU lane.
+  local[0].attr.access_mem_types |= uct::mem_type_bit(uct::MemType::Cuda);
+  s = select_lanes(local, remote, all, {});
+  EXPECT_TRUE(s.gpu_lanes.empty());
+}
+
 }  // namespace
 }  // namespace mc::ucp::test

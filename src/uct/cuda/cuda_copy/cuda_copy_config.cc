@@ -24,7 +24,7 @@ const ucs::config::Table& cuda_copy_config_table() {
              "Copies an iface keeps in flight before new operations return NoResource.",
              &CudaCopyConfig::max_outstanding, ucs::config::uint_parser(1, 1 << 20)),
        field("REG_HOST", "y",
-             "Registering pageable host memory pins it (cudaHostRegister), so copies from and "
+             "Registering pageable host memory pins it (cuMemHostRegister), so copies from and "
              "to it are asynchronous and run at full speed; unregistering unpins it.",
              &CudaCopyConfig::reg_host, ucs::config::bool_parser())});
   return table;

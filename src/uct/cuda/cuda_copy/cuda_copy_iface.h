@@ -1,14 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // cuda_copy iface: copies between host and device memory (and device to
-// device) with cudaMemcpyAsync on a small pool of streams per device; each
-// operation records an event that progress() polls.
+// device) with cuMemcpyAsync on a small pool of streams per device; each
+// operation records an event that progress() polls (base/cu_streams.h).
 #pragma once
 
-#include <cuda_runtime.h>
-
-#include <deque>
-#include <functional>
-#include <map>
 #include <memory>
 #include <vector>
 
@@ -16,6 +11,7 @@
 #include "uct/api/iface.h"
 #include "uct/base/op_counter.h"
 #include "uct/base/self_address.h"
+#include "uct/cuda/base/cu_streams.h"
 #include "uct/cuda/cuda_copy/cuda_copy_md.h"
 
 namespace mc::uct::cuda {
@@ -36,13 +32,8 @@ class CudaCopyIface : public Iface {
                                               std::span<const uint8_t> iface_addr) override;
   Status flush(Completion* comp) override { return ops_->flush(comp); }
 
-  /// One contiguous copy.
-  struct Piece {
-    void* dst;
-    const void* src;
-    size_t length;
-  };
-  using Done = std::function<void(Status)>;
+  using Piece = CuStreams::Piece;
+  using Done = CuStreams::Done;
 
   /// Issues `pieces` in order on one stream of `device` and records an event;
   /// `done` runs from progress() when the event completes (IoError, logged,
@@ -56,39 +47,20 @@ class CudaCopyIface : public Iface {
   /// A pinned bounce buffer of config().seg_size bytes, or null when all are in use.
   void* bounce_get() { return bounce_->get(); }
   void bounce_put(void* b) { bounce_->put(b); }
-  bool has_room() const { return in_flight_ < config_.max_outstanding; }
+  bool has_room() const { return streams_.has_room(); }
 
   CudaCopyMd& cuda_md() const { return *md_; }
   const CudaCopyConfig& config() const { return config_; }
   const std::shared_ptr<OpCounter>& ops() const { return ops_; }
 
  private:
-  struct Op {
-    cudaEvent_t event;
-    int device;
-    Done done;
-  };
-  struct StreamQueue {
-    cudaStream_t stream = nullptr;
-    std::deque<Op> ops;  // in stream order: events complete in this order
-  };
-  struct DeviceStreams {
-    std::vector<StreamQueue> queues;
-    size_t next = 0;
-    std::vector<cudaEvent_t> free_events;
-  };
-
   CudaCopyIface(CudaCopyMd* md, const CudaCopyConfig& config);
-  Result<DeviceStreams*> streams_of(int device);
-  Result<cudaEvent_t> event_get(DeviceStreams& d);
-  unsigned progress_queue(DeviceStreams& d, StreamQueue& q);
 
   CudaCopyMd* md_;
   CudaCopyConfig config_;
   SelfAddress self_addr_;
   std::unique_ptr<ucs::Mpool> bounce_;
-  std::map<int, DeviceStreams> devices_;
-  size_t in_flight_ = 0;
+  CuStreams streams_;
   std::shared_ptr<OpCounter> ops_ = std::make_shared<OpCounter>();
 };
 

@@ -2,8 +2,6 @@
 // cuda_copy memory domain.
 #include "uct/cuda/cuda_copy/cuda_copy_md.h"
 
-#include <cuda_runtime.h>
-
 #include "ucs/datastruct/wire.h"
 #include "ucs/log/log.h"
 #include "uct/base/rkey_codec.h"
@@ -29,10 +27,12 @@ class CudaCopyMemHandle : public MemHandle {
   ~CudaCopyMemHandle() override {
     md_->forget(id_, reinterpret_cast<uintptr_t>(address()), length());
     if (pinned_) {
-      const cudaError_t e = cudaHostUnregister(address());
-      if (e != cudaSuccess) {
-        MC_LOG(error) << "cuda_copy: cudaHostUnregister(" << address()
-                      << ") failed: " << cuda_error_string(e);
+      const CuDriver& d = md_->driver();
+      CtxScope scope(d, current_device(d));
+      const cu::Result e = d.mem_host_unregister(address());
+      if (e != cu::kSuccess) {
+        MC_LOG(error) << "cuda_copy: cuMemHostUnregister(" << address()
+                      << ") failed: " << d.error_string(e);
       }
     }
   }
@@ -46,35 +46,35 @@ class CudaCopyMemHandle : public MemHandle {
   bool pinned_;
 };
 
-// What the driver says about `address`; Unknown (logged) when it fails.
-MemTypeInfo query_pointer(const void* address) {
-  cudaPointerAttributes attr{};
-  const cudaError_t e = cudaPointerGetAttributes(&attr, address);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();  // clear the sticky-free error state
-    MC_LOG(debug) << "cuda_copy: cudaPointerGetAttributes(" << address
-                  << ") failed: " << cuda_error_string(e);
+// What the driver says about `address`: device, managed or pinned host
+// memory, else pageable host memory (the driver does not know it). Unknown
+// (logged) when the driver fails otherwise.
+MemTypeInfo query_pointer(const CuDriver& d, const void* address) {
+  const auto ptr = reinterpret_cast<cu::DevicePtr>(address);
+  unsigned type = 0;
+  const cu::Result e = d.pointer_get_attribute(&type, cu::kPointerAttrMemoryType, ptr);
+  if (e == cu::kErrorInvalidValue) return {MemType::Host, -1};  // pageable
+  if (e != cu::kSuccess) {
+    MC_LOG(debug) << "cuda_copy: cuPointerGetAttribute(" << address
+                  << ") failed: " << d.error_string(e);
     return {MemType::Unknown, -1};
   }
-  switch (attr.type) {
-    case cudaMemoryTypeDevice: return {MemType::Cuda, attr.device};
-    case cudaMemoryTypeManaged: return {MemType::CudaManaged, attr.device};
-    case cudaMemoryTypeHost: return {MemType::Host, -1};  // pinned by someone
-    default: return {MemType::Host, -1};                  // pageable
-  }
+  if (type == cu::kMemoryTypeHost) return {MemType::Host, -1};  // pinned by someone
+  int device = 0;
+  unsigned managed = 0;
+  (void)d.pointer_get_attribute(&device, cu::kPointerAttrDeviceOrdinal, ptr);
+  (void)d.pointer_get_attribute(&managed, cu::kPointerAttrIsManaged, ptr);
+  return {managed ? MemType::CudaManaged : MemType::Cuda, device};
 }
 
-bool is_pinned_host(const void* address) {
-  cudaPointerAttributes attr{};
-  return cudaPointerGetAttributes(&attr, address) == cudaSuccess && attr.type == cudaMemoryTypeHost;
+bool is_pinned_host(const CuDriver& d, const void* address) {
+  unsigned type = 0;
+  return d.pointer_get_attribute(&type, cu::kPointerAttrMemoryType,
+                                 reinterpret_cast<cu::DevicePtr>(address)) == cu::kSuccess &&
+         type == cu::kMemoryTypeHost;
 }
 
 }  // namespace
-
-std::string cuda_error_string(int error) {
-  const auto e = static_cast<cudaError_t>(error);
-  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
-}
 
 MdAttr CudaCopyMd::query() const {
   MdAttr attr;
@@ -84,7 +84,7 @@ MdAttr CudaCopyMd::query() const {
   attr.reg_mem_types = all;
   attr.access_mem_types = all;
   attr.detect_mem_types = mem_type_bit(MemType::Cuda) | mem_type_bit(MemType::CudaManaged);
-  // cudaHostRegister pins page by page: about 10 us plus 0.1 ns per byte
+  // cuMemHostRegister pins page by page: about 10 us plus 0.1 ns per byte
   // (a few GB/s of page-table walking); device memory costs a lookup only.
   attr.reg_cost = config_.reg_host ? LinearFunc{10e-6, 0.1e-9} : LinearFunc{1e-6, 0};
   attr.rkey_packed_size = rkey_envelope_size(name_) + kRkeyPayload;
@@ -105,7 +105,7 @@ Result<std::unique_ptr<Iface>> CudaCopyMd::iface_open(const IfaceParams& params)
 
 MemTypeInfo CudaCopyMd::detect(const void* address, size_t length) const {
   if (auto hit = cache_.lookup(reinterpret_cast<uintptr_t>(address), length)) return *hit;
-  return query_pointer(address);
+  return query_pointer(*driver_, address);
 }
 
 MemType CudaCopyMd::detect_mem_type(const void* address, size_t length) const {
@@ -118,19 +118,21 @@ Result<std::unique_ptr<MemHandle>> CudaCopyMd::mem_reg(void* address, size_t len
     MC_LOG(error) << "cuda_copy: cannot register " << length << " bytes at " << address;
     return Status::InvalidParam;
   }
-  MemTypeInfo info = query_pointer(address);
+  const CuDriver& d = *driver_;
+  MemTypeInfo info = query_pointer(d, address);
   if (info.type == MemType::Unknown) info = {MemType::Host, -1};
   bool pinned = false;
-  if (info.type == MemType::Host && config_.reg_host && !is_pinned_host(address)) {
-    const cudaError_t e = cudaHostRegister(address, length, cudaHostRegisterPortable);
-    if (e == cudaErrorHostMemoryAlreadyRegistered) {
+  if (info.type == MemType::Host && config_.reg_host && !is_pinned_host(d, address)) {
+    CtxScope scope(d, current_device(d));
+    const cu::Result e = scope.ok()
+                             ? d.mem_host_register(address, length, cu::kMemHostRegisterPortable)
+                             : scope.result();
+    if (e == cu::kErrorHostMemoryAlreadyRegistered) {
       // A page of the range is pinned by another registration (two buffers
       // sharing a page): copies work; that registration keeps the pin.
-      (void)cudaGetLastError();
-    } else if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      MC_LOG(error) << "cuda_copy: cudaHostRegister of " << length << " bytes at " << address
-                    << " failed: " << cuda_error_string(e);
+    } else if (e != cu::kSuccess) {
+      MC_LOG(error) << "cuda_copy: cuMemHostRegister of " << length << " bytes at " << address
+                    << " failed: " << d.error_string(e);
       return Status::IoError;
     } else {
       pinned = true;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// cuda_copy memory domain: memory-type detection (cudaPointerGetAttributes,
+// cuda_copy memory domain: memory-type detection (cuPointerGetAttribute,
 // cached per registered range), host memory pinned on registration, rkeys
 // for copies inside this process.
 #pragma once
@@ -9,13 +9,11 @@
 #include <string>
 
 #include "uct/api/md.h"
+#include "uct/cuda/base/cu_driver.h"
 #include "uct/cuda/cuda_copy/cuda_copy_config.h"
 #include "uct/cuda/cuda_copy/mem_type_cache.h"
 
 namespace mc::uct::cuda {
-
-/// "cudaErrorNoDevice: no CUDA-capable device is detected" for a cudaError_t.
-std::string cuda_error_string(int error);
 
 /// A registered range: [base, base + length), its access and type.
 struct CudaRegion {
@@ -35,7 +33,7 @@ class CudaCopyRkey : public Rkey {
 
 class CudaCopyMd : public MemoryDomain {
  public:
-  explicit CudaCopyMd(CudaCopyConfig config) : config_(config) {}
+  CudaCopyMd(const CuDriver* driver, CudaCopyConfig config) : driver_(driver), config_(config) {}
 
   const std::string& name() const override { return name_; }
   MdAttr query() const override;
@@ -60,9 +58,11 @@ class CudaCopyMd : public MemoryDomain {
 
   const MemTypeCache& cache() const { return cache_; }
   const CudaCopyConfig& config() const { return config_; }
+  const CuDriver& driver() const { return *driver_; }
 
  private:
   const std::string name_ = "cuda_copy";
+  const CuDriver* driver_;
   CudaCopyConfig config_;
   MemTypeCache cache_;
   mutable std::mutex lock_;  // guards regions_ and next_id_
