@@ -3,6 +3,7 @@
 #include "uct/tcp/tcp_listener.h"
 
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
+#include "uct/tcp/tcp_wire.h"
 
 namespace mc::uct::tcp {
 
@@ -118,8 +120,22 @@ void TcpListener::track_locked(std::shared_ptr<TcpConn> conn) {
   });
   const uint64_t now = ucs::monotonic_ns();
   while (pending_.size() >= params_.max_pending) {
-    std::shared_ptr<TcpConn> oldest = pending_.front().conn.lock();
-    pending_.pop_front();
+    // The oldest that has no whole frame (its hello) waiting to be read: a
+    // peer whose hello arrived while the accepts of a flood were served
+    // first keeps its slot. The oldest of all when every one has.
+    auto victim = pending_.begin();
+    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+      std::shared_ptr<TcpConn> c = it->conn.lock();
+      int queued = 0;
+      if (!c || ioctl(c->fd(), FIONREAD, &queued) != 0 ||
+          queued < static_cast<int>(wire::kHeaderSize)) {
+        victim = it;
+        break;
+      }
+    }
+    std::shared_ptr<TcpConn> oldest = victim->conn.lock();
+    pending_.erase(victim);
+    if (!oldest) continue;
     if (auto v = drop_log_.check(); v.log) {
       MC_LOG(warn) << "tcp: closing " << oldest->name() << ", the oldest of " << params_.max_pending
                    << " connections accepted on " << where_
