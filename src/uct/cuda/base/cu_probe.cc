@@ -2,6 +2,7 @@
 // The configured CUDA driver and its devices.
 #include "uct/cuda/base/cu_probe.h"
 
+#include "ucs/log/log.h"
 #include "uct/cuda/base/cuda_driver_config.h"
 
 namespace mc::uct::cuda {
@@ -36,6 +37,18 @@ const CuDriver* cu_probe(const ucs::config::Sources* sources, std::string* why) 
     return nullptr;
   }
   return *driver;
+}
+
+const CuDriver* CuProbe::operator()(const ucs::config::Sources* sources, std::string* why) const {
+  std::string reason;
+  const CuDriver* driver = cu_probe(sources, &reason);
+  std::lock_guard guard(lock_);
+  if (!driver && reason != logged_) {
+    MC_LOG(info) << name_ << ": " << reason;
+    logged_ = reason;
+  }
+  if (why) *why = reason;
+  return driver;
 }
 
 }  // namespace mc::uct::cuda

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cuda_copy component and the module's entry symbol. Without a device or
 // a driver the module still loads: it offers no memory domain and says why.
-#include <mutex>
-
-#include "ucs/log/log.h"
 #include "uct/api/module.h"
 #include "uct/cuda/base/cu_probe.h"
 #include "uct/cuda/base/cuda_driver_config.h"
@@ -16,19 +13,19 @@ class CudaCopyComponent : public Component {
   const std::string& name() const override { return name_; }
 
   std::vector<std::string> md_names() const override {
-    if (!probe(nullptr, nullptr)) return {};
+    if (!probe_(nullptr, nullptr)) return {};
     return {name_};
   }
 
   std::string unavailable_reason() const override {
     std::string why;
-    return probe(nullptr, &why) ? "" : why;
+    return probe_(nullptr, &why) ? "" : why;
   }
 
   Result<std::unique_ptr<MemoryDomain>> md_open(const std::string& md_name,
                                                 const ucs::config::Sources& sources) override {
     if (md_name != name_) return Status::NoElem;
-    const CuDriver* driver = probe(&sources, nullptr);
+    const CuDriver* driver = probe_(&sources, nullptr);
     if (!driver) return Status::NoDevice;
     MC_ASSIGN_OR_RETURN(CudaCopyConfig config,
                         ucs::config::read_table<CudaCopyConfig>(cuda_copy_config_table(), sources));
@@ -41,24 +38,8 @@ class CudaCopyComponent : public Component {
   }
 
  private:
-  // The driver is asked on first use rather than at load time, so programs
-  // that never look at CUDA do not initialise it; again at each call, as
-  // MC_CUDA_DRIVER may name another library by then (each is loaded once).
-  const CuDriver* probe(const ucs::config::Sources* sources, std::string* why) const {
-    std::string reason;
-    const CuDriver* driver = cu_probe(sources, &reason);
-    std::lock_guard guard(lock_);
-    if (!driver && reason != logged_) {
-      MC_LOG(info) << "cuda_copy: " << reason;
-      logged_ = reason;
-    }
-    if (why) *why = reason;
-    return driver;
-  }
-
   const std::string name_ = "cuda_copy";
-  mutable std::mutex lock_;     // guards logged_
-  mutable std::string logged_;  // the last reason logged
+  const CuProbe probe_{name_};  // the driver, or why not
 };
 
 }  // namespace mc::uct::cuda
