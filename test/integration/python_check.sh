@@ -102,17 +102,9 @@ case $installed in "$site/mc/__init__.py"*) ;; *) echo "FAIL: imported $installe
 echo "PASS: the installed package ($installed)"
 
 # python3 -m mc.bench: a target and an initiator, writes then reads.
-mkfifo "$tmp/target.in"
-"${run[@]}" "$python" -m mc.bench --mode target --buffer_size 16m < "$tmp/target.in" > "$tmp/target.out" 2> "$tmp/target.err" &
-target_pid=$!
-exec 3> "$tmp/target.in"
-for _ in $(seq 600); do
-  grep -q '^READY' "$tmp/target.out" 2>/dev/null && break
-  kill -0 "$target_pid" 2>/dev/null || break
-  sleep 0.05
-done
-segment=$(sed -n 's/^READY segment=\([^ ]*\).*/\1/p' "$tmp/target.out")
-[ -n "$segment" ] || { cat "$tmp/target.out" "$tmp/target.err"; echo "FAIL: mc.bench target did not start"; exit 1; }
+# shellcheck source=ready_target.sh
+source "$top/test/integration/ready_target.sh"
+start_ready_target mc.bench "${run[@]}" "$python" -m mc.bench --mode target --buffer_size 16m
 for t in te_write te_read; do
   "${run[@]}" "$python" -m mc.bench --mode initiator --segment_id "$segment" -t "$t" --threads 2 \
     --batch_size 8 --block_size 64k --duration 1 2> "$tmp/initiator.err" | tee "$tmp/initiator.out" ||

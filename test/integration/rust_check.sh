@@ -109,17 +109,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-mkfifo "$tmp/target.in"
-"${run[@]}" "$bench" --mode target --buffer-size 16m < "$tmp/target.in" > "$tmp/target.out" 2> "$tmp/target.err" &
-target_pid=$!
-exec 3> "$tmp/target.in"
-for _ in $(seq 600); do
-  grep -q '^READY' "$tmp/target.out" 2>/dev/null && break
-  kill -0 "$target_pid" 2>/dev/null || break
-  sleep 0.05
-done
-segment=$(sed -n 's/^READY segment=\([^ ]*\).*/\1/p' "$tmp/target.out")
-[ -n "$segment" ] || { cat "$tmp/target.out" "$tmp/target.err"; echo "FAIL: te_bench target did not start"; exit 1; }
+# shellcheck source=ready_target.sh
+source "$top/test/integration/ready_target.sh"
+start_ready_target te_bench "${run[@]}" "$bench" --mode target --buffer-size 16m
 for op in read write; do
   "${run[@]}" "$bench" --mode initiator --segment "$segment" --operation "$op" --threads 2 \
     --batch-size 16 --block-size 64k --duration 1 2> "$tmp/initiator.err" | tee "$tmp/initiator.out" ||
