@@ -2,7 +2,6 @@
 // EventLoop: fd handlers over pipes, periodic and oneshot timers, post() from
 // other threads, own-thread and caller-driven runs, removal while
 // dispatching, and no fd or thread left behind.
-#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/epoll.h>
@@ -16,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/proc_counts.h"
 #include "ucs/async/event_loop.h"
 
 namespace mc::ucs {
@@ -25,15 +25,6 @@ using namespace std::chrono_literals;
 
 // Generous: a deadline only bounds a wait for something that must happen.
 constexpr auto kDeadline = 10s;
-
-size_t count_dir(const char* path) {
-  DIR* dir = opendir(path);
-  if (dir == nullptr) return 0;
-  size_t n = 0;
-  while (readdir(dir) != nullptr) ++n;
-  closedir(dir);
-  return n;
-}
 
 // A non-blocking pipe, closed at scope exit.
 struct Pipe {
@@ -464,17 +455,18 @@ TEST_F(EventLoopTest, RemoveFromAnotherThreadWaitsForCallback) {
 }
 
 TEST(EventLoop, LeavesNoFdOrThreadBehind) {
-  const size_t fds_before = count_dir("/proc/self/fd");
-  const size_t threads_before = count_dir("/proc/self/task");
-  ASSERT_GT(fds_before, 0u);
+  const test::ProcCounts before = test::settled_proc_counts(test::proc_counts());
+  ASSERT_GT(before.fds, 0u);
   for (int round = 0; round < 3; ++round) {
+    // The last round's thread, joined, may not be reaped yet.
+    ASSERT_EQ(test::settled_proc_counts(before).threads, before.threads);
     auto r = EventLoop::create();
     ASSERT_TRUE(r.ok());
     auto& loop = *r;
-    EXPECT_EQ(count_dir("/proc/self/fd"), fds_before + 3);  // epoll, eventfd, timerfd
+    EXPECT_EQ(test::proc_counts().fds, before.fds + 3);  // epoll, eventfd, timerfd
     ASSERT_TRUE(loop->add_timer(1ms, [] {}).ok());
     ASSERT_EQ(loop->start(), Status::Ok);
-    EXPECT_EQ(count_dir("/proc/self/task"), threads_before + 1);
+    EXPECT_EQ(test::proc_counts().threads, before.threads + 1);
     Latch ran;
     ASSERT_EQ(loop->post([&] { ran.set(); }), Status::Ok);
     ASSERT_TRUE(ran.wait());
@@ -484,8 +476,9 @@ TEST(EventLoop, LeavesNoFdOrThreadBehind) {
     }
     ASSERT_EQ(loop->post([] {}), Status::Ok);  // discarded if still queued
   }
-  EXPECT_EQ(count_dir("/proc/self/fd"), fds_before);
-  EXPECT_EQ(count_dir("/proc/self/task"), threads_before);
+  const test::ProcCounts after = test::settled_proc_counts(before);
+  EXPECT_EQ(after.fds, before.fds);
+  EXPECT_EQ(after.threads, before.threads);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 
+#include "common/proc_counts.h"
 #include "ucs/config/table.h"
 #include "uct/ib/base/ib_md.h"
 #include "uct/ib/fake_gpu.h"
@@ -35,12 +36,6 @@ class GpuMd : public IbMd {
     return Status::Unsupported;
   }
 };
-
-size_t open_fds() {
-  size_t n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
-  return n;
-}
 
 class IbMdGpu : public SoftVerbsFixture {
  protected:
@@ -119,7 +114,7 @@ TEST_F(IbMdGpu, DmaBufRegistrationMapsTheAllocationsPagesAndClosesTheFd) {
   EXPECT_NE(note(*md).find("dma-buf"), std::string::npos) << note(*md);
   FakeGpuBuffer gpu(4 * page_);
   ASSERT_TRUE(gpu.ok());
-  const size_t fds = open_fds();
+  const size_t fds = mc::test::proc_counts().fds;
   // A range that starts and ends inside pages: the offset in the dma-buf
   // is the range's own.
   const size_t off = page_ + 100, len = 2 * page_;
@@ -127,7 +122,7 @@ TEST_F(IbMdGpu, DmaBufRegistrationMapsTheAllocationsPagesAndClosesTheFd) {
       md->mem_reg(reinterpret_cast<void*>(gpu.address(off)), len, kAccessAll);
   ASSERT_TRUE(h.ok());
   EXPECT_EQ((*h)->mem_type(), MemType::Cuda);
-  EXPECT_EQ(open_fds(), fds) << "the dma-buf fd was left open";
+  EXPECT_EQ(mc::test::proc_counts().fds, fds) << "the dma-buf fd was left open";
   const auto& memh = static_cast<const IbMemHandle&>(**h);
   ASSERT_EQ(memh.region().mrs.size(), 2u);
   for (ibv_mr* mr : memh.region().mrs) {
@@ -153,7 +148,7 @@ TEST_F(IbMdGpu, DmaBufRegistrationMapsTheAllocationsPagesAndClosesTheFd) {
       Status::InvalidParam);
   h = Status::NoElem;
   piece = Status::NoElem;
-  EXPECT_EQ(open_fds(), fds);
+  EXPECT_EQ(mc::test::proc_counts().fds, fds);
 }
 
 TEST_F(IbMdGpu, DriverErrorIsNamedWithTheCallAndRegistersNothing) {

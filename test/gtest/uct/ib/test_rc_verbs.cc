@@ -11,9 +11,9 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <string>
 
+#include "common/proc_counts.h"
 #include "ucs/config/registry.h"
 #include "uct/base/component_loader.h"
 #include "uct/ib/soft/soft_fabric.h"
@@ -224,12 +224,6 @@ TEST_P(RcVerbs, EventFdWakesAnArmedIfaceForAnActiveMessage) {
   expect_event_fd_wakes(me.get(), peer.get());
 }
 
-size_t open_fds() {
-  size_t n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
-  return n;
-}
-
 // MC_NUM_COMP_CHANNELS_PER_CTX: an iface opens that many completion
 // channels (each an fd of the soft provider, as of libibverbs), its CQs
 // spread over them, and the event fd still wakes it whichever channel the
@@ -238,9 +232,9 @@ TEST_P(RcVerbs, CompletionChannelsPerCtxAreOpenedAndAllWake) {
   auto fds_of_one_iface = [&](const char* channels) {
     setenv("MC_NUM_COMP_CHANNELS_PER_CTX", channels, 1);
     setenv("MC_NUM_CQ_PER_CTX", "3", 1);
-    const size_t before = open_fds();
+    const size_t before = mc::test::proc_counts().fds;
     std::unique_ptr<Entity> e = make_entity(on("mcsoft0:1"));
-    const size_t after = open_fds();
+    const size_t after = mc::test::proc_counts().fds;
     unsetenv("MC_NUM_COMP_CHANNELS_PER_CTX");
     unsetenv("MC_NUM_CQ_PER_CTX");
     EXPECT_TRUE(e);

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "common/log_capture.h"
+#include "common/proc_counts.h"
 #include "ucs/async/event_loop.h"
 #include "ucs/config/sources.h"
 #include "ucs/sys/sys.h"
@@ -58,15 +59,6 @@ struct Comp : Completion {
     };
   }
 };
-
-size_t count_dir(const char* path) {
-  DIR* dir = opendir(path);
-  if (!dir) return 0;
-  size_t n = 0;
-  while (readdir(dir)) ++n;
-  closedir(dir);
-  return n;
-}
 
 void fill(std::vector<uint8_t>& buf, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -1487,11 +1479,11 @@ TEST_F(TcpTest, NoFdOrThreadIsLeftBehind) {
     ep.reset();
   };
   cycle();
-  const size_t fds = count_dir("/proc/self/fd");
-  const size_t threads = count_dir("/proc/self/task");
+  const test::ProcCounts before = test::settled_proc_counts(test::proc_counts());
   for (int i = 0; i < 3; ++i) cycle();
-  EXPECT_EQ(count_dir("/proc/self/fd"), fds);
-  EXPECT_EQ(count_dir("/proc/self/task"), threads);
+  const test::ProcCounts after = test::settled_proc_counts(before);
+  EXPECT_EQ(after.fds, before.fds);
+  EXPECT_EQ(after.threads, before.threads);
 }
 
 TEST_F(TcpTest, WorksOnTheCallersEventLoop) {
