@@ -52,6 +52,20 @@ stop_bg() {
   wait "$te_pid" 2>/dev/null
 }
 
+# mc_segment_of <log> <pid>: the segment an mc_perftest target (pid, or the
+# timeout around it) printed in its log, waiting up to 60 s while it runs;
+# nothing when it printed none.
+mc_segment_of() {
+  local seg=""
+  for _ in $(seq 600); do
+    seg=$(sed -n 's/^target: segment \([^,]*\),.*/\1/p' "$1")
+    [ -n "$seg" ] && break
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "$seg"
+}
+
 # The throughput of an initiator's 'Test completed: ... throughput X MiB/s'
 # line (both tools print it), or nothing.
 te_throughput() { sed -n 's/^.*Test completed:.* throughput \([0-9.]*\) MiB\/s.*$/\1/p' "$1" | tail -1; }
@@ -94,12 +108,7 @@ run_mc_te() {
   [ "$sel" = tcp ] && proto=(--protocol=tcp)
   start_bg "$log" timeout $((te_duration + 60)) "$mc" -t "te_$op" --mode=target \
     --local_server_name=127.0.0.1 "${proto[@]}" --buffer_size=$buf
-  for _ in $(seq 300); do
-    seg=$(sed -n 's/^target: segment \([^,]*\),.*/\1/p' "$log")
-    [ -n "$seg" ] && break
-    kill -0 "$te_pid" 2>/dev/null || break
-    sleep 0.1
-  done
+  seg=$(mc_segment_of "$log" "$te_pid")
   if [ -z "$seg" ]; then
     { echo "--- mc target $sel $op $bs: no segment line"; tail -3 "$log"; } >> "$out/failures.log"
     stop_bg; echo NA; return
@@ -189,10 +198,7 @@ te_latency() {
       local log=$out/te_mc_target.log ilog=$out/te_lat.log seg=""
       start_bg "$log" timeout 300 "$mc" -t te_lat --mode=target --local_server_name=127.0.0.1 \
         "${proto[@]}" --buffer_size=1m
-      for _ in $(seq 300); do
-        seg=$(sed -n 's/^target: segment \([^,]*\),.*/\1/p' "$log"); [ -n "$seg" ] && break
-        kill -0 "$te_pid" 2>/dev/null || break; sleep 0.1
-      done
+      seg=$(mc_segment_of "$log" "$te_pid")
       timeout 300 "$mc" -t te_lat --segment_id="$seg" --local_server_name=127.0.0.1 "${proto[@]}" \
         --operation="$op" --iterations=$n > "$ilog" 2>&1
       stop_bg

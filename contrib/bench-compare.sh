@@ -18,6 +18,11 @@
 #             tcp and CMA with the same buffer footprint, cold memcpy, kernel
 #             TCP, iperf3) and te_lat next to UCP put latency; see
 #             contrib/bench-compare-te.sh
+#   te_scale  how the Transfer Engine's cost grows (not run by default): a
+#             block x batch x threads sweep, one initiator to N targets and N
+#             initiators to one target (throughput, set-up time, memory and
+#             metadata operations per segment), the endpoint store at its
+#             limit (MC_MAX_EP_PER_CTX); see contrib/bench-compare-te-scale.sh
 # Latency is the median of a run's half round trips (both tools' 50th
 # percentile column), bandwidth the run's overall MB/s (MB = 2^20 B); each
 # figure is the median over the rounds. The output ends with one line per
@@ -28,6 +33,10 @@
 #       [--sizes "8 4096 ..."] [--quick] [--plot FILE.png] [--mooncake-bench PATH]
 #       [--no-pin] [--out DIR] [--report-only] [--te-blocks "4096 ..."]
 #       [--te-threads "1 2"] [--te-batch N] [--te-duration S]
+#       [--scale-blocks "4096 ..."] [--scale-batches "1 ..."] [--scale-threads "1 2"]
+#       [--scale-n "1 2 ..."] [--scale-evict-n N] [--scale-caps "0 4 ..."]
+#       [--scale-metadata p2p|http] [--scale-fan-sel default|tcp]
+#       [--scale-ops "write read"] [--scale-sels "default tcp"]
 # --report-only: no new runs; the table, lines and plot from what --out DIR
 # holds (the runs of an earlier, perhaps interrupted, invocation).
 set -uo pipefail
@@ -61,6 +70,16 @@ while [ $# -gt 0 ]; do
     --te-threads) TE_THREADS=$2; shift 2 ;;
     --te-batch) TE_BATCH=$2; shift 2 ;;
     --te-duration) TE_DURATION=$2; shift 2 ;;
+    --scale-blocks) TS_BLOCKS=$2; shift 2 ;;
+    --scale-batches) TS_BATCHES=$2; shift 2 ;;
+    --scale-threads) TS_THREADS=$2; shift 2 ;;
+    --scale-n) TS_NS=$2; shift 2 ;;
+    --scale-evict-n) TS_EVICT_N=$2; shift 2 ;;
+    --scale-caps) TS_CAPS=$2; shift 2 ;;
+    --scale-metadata) TS_METADATA=$2; shift 2 ;;
+    --scale-fan-sel) TS_FAN_SEL=$2; shift 2 ;;
+    --scale-ops) TS_OPS=$2; shift 2 ;;
+    --scale-sels) TS_SELS=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "bench-compare: unknown option '$1'" >&2; usage 2 ;;
   esac
@@ -79,6 +98,7 @@ command -v ucx_perftest > /dev/null || { echo "bench-compare: no ucx_perftest af
 
 . "$(dirname "$0")/../test/integration/free_port.sh"   # free_port: a control port per run
 . "$(dirname "$0")/bench-compare-te.sh"   # the te class
+. "$(dirname "$0")/bench-compare-te-scale.sh"   # the te_scale class
 cpu_c=() cpu_s=()
 [ "$pin" = yes ] && [ "$(nproc)" -ge 2 ] && { cpu_c=(-c 0); cpu_s=(-c 1); }
 
@@ -175,7 +195,8 @@ if [ "$report_only" = no ]; then
   : > "$results"
   : > "$out/failures.log"
   rm -f "$out/limits.txt" "$out/iperf3.txt" "$out/peers.txt"
-elif [ ! -s "$results" ] && [ ! -s "$out/te.txt" ]; then
+elif [ ! -s "$results" ] && [ ! -s "$out/te.txt" ] && [ ! -s "$out/ts_sweep.txt" ] &&
+     [ ! -s "$out/ts_fanout.txt" ]; then
   echo "bench-compare: --report-only: no results in $out" >&2; exit 1
 fi
 start=$SECONDS
@@ -229,6 +250,11 @@ if [ "$report_only" = no ]; then
     if [ "$c" = te ]; then
       [ "$quick" = yes ] && TE_DURATION=${TE_DURATION:-1}
       run_te_class
+      continue
+    fi
+    if [ "$c" = te_scale ]; then
+      [ "$quick" = yes ] && TE_DURATION=${TE_DURATION:-1} && te_duration=$TE_DURATION
+      run_te_scale_class
       continue
     fi
     for s in $sizes; do
@@ -302,8 +328,9 @@ u=$(value tcp lat 8); for what in ucp_tcp:ucp_am_lat ucp_get:ucp_get; do
   [ -n "$u" ] && [ -n "$p" ] && parsable+=("cmp=mc_${what#*:}_vs_uct_tcp_am_lat size=8 metric=lat_us mc=$p peer=$u ratio=$(ratio "$p" "$u")")
 done
 
-# The Transfer Engine rows (the te class).
+# The Transfer Engine rows (the te and te_scale classes).
 report_te_class
+report_te_scale_class
 
 # The plot: bandwidth and latency against size, one line per tool and class.
 if [ -n "$plot" ]; then
@@ -314,19 +341,25 @@ if [ -n "$plot" ]; then
     [ "$peerv" != NA ] && echo "$s $peerv" >> "$out/plot/$k.ucx-$c.dat"
   done < "$results"
   plot_te_class "$out/plot"
-  # One panel per kind that has lines: bandwidth, latency, te.
+  plot_te_scale_class "$out/plot"
+  # One panel per kind that has lines: bandwidth, latency, te, and te_scale's
+  # sweep, fan, setup, mem; at most three panels a row.
   kinds=""
-  for k in bw lat te; do [ -n "$(ls "$out"/plot/$k.*.dat 2>/dev/null)" ] && kinds+=" $k"; done
+  for k in bw lat te tsweep tfan tsetup tmem; do
+    [ -n "$(ls "$out"/plot/$k.*.dat 2>/dev/null)" ] && kinds+=" $k"
+  done
   panels=$(echo $kinds | wc -w)
+  cols=$((panels < 3 ? panels : 3)); prow=$(((panels + cols - 1) / cols))
   {
-    echo "set terminal pngcairo size $((700 * panels)),560 font ',10'"
+    echo "set terminal pngcairo size $((700 * cols)),$((560 * prow)) font ',10'"
     echo "set output '$plot'"
-    echo "set multiplot layout 1,$panels title 'mc\\_perftest vs ucx\\_perftest and Mooncake transfer\\_engine\\_bench, $(nproc) CPUs, $(date -u +%F), medians of $rounds rounds'"
+    echo "set multiplot layout $prow,$cols title 'mc\\_perftest vs ucx\\_perftest and Mooncake transfer\\_engine\\_bench, $(nproc) CPUs, $(date -u +%F), medians of $rounds rounds'"
     echo "set logscale xy; set grid; set key left top; set xlabel 'message size (bytes)'"
     for k in $kinds; do
       if [ $k = bw ]; then echo "set ylabel 'bandwidth (MB/s, MB = 2^20 B)'; set key left top"
       elif [ $k = te ]; then echo "set xlabel 'block size (bytes)'; set ylabel 'Transfer Engine, batch $te_batch, 1 thread (MB/s, MB = 2^20 B)'; set key left top"
-      else echo "set ylabel 'latency (usec, median half round trip)'; set key left top"; fi
+      elif [ $k = lat ]; then echo "set ylabel 'latency (usec, median half round trip)'; set key left top"
+      else plot_labels_te_scale $k; echo "set key left top"; fi
       printf "plot "
       sep=""
       for f in "$out"/plot/$k.*.dat; do

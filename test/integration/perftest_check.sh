@@ -3,7 +3,9 @@
 # Runs mc_perftest in loopback (-l) and client/server mode over self, tcp and
 # sm at a few sizes with small iteration counts, the UCP tests over tcp, sm
 # and UCP's default selection, the Transfer Engine tests (te_write, te_read,
-# te_lat: a target and an initiator process) over tcp and sm, also started with
+# te_lat: a target and an initiator process) over tcp and sm, one initiator to
+# three targets with MC_MAX_EP_PER_CTX=1 (evictions with work in flight) and
+# two initiators to one target (--target_offset), also started with
 # Mooncake's transfer_engine_bench command line (--protocol=tcp, and =rdma
 # --device_name on the soft RDMA provider when rc is built, --report_unit,
 # --nic_priority_matrix, refused values); checks that every run exits 0
@@ -223,7 +225,11 @@ run_te() {
     sed 's/^/      /' "$tmp/err" "$out" "$tmp/target" | tail -6; return
   fi
   if ! why=$(awk -v block="$block" '
-      /^result / {
+      /^result test=te_setup / {
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); s[kv[1]] = kv[2] }
+        setups++
+      }
+      /^result test=te_(write|read) / {
         rows++
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         if (v["check"] != "passed") { print "data check " v["check"]; exit 1 }
@@ -243,11 +249,16 @@ run_te() {
       END {
         if (rows != 1) { print rows + 0 " result lines, expected 1"; exit 1 }
         if (!lanes) { print "no transport line naming a lane that carried bytes"; exit 1 }
+        # The set-up of the one segment: each step timed, VmRSS read.
+        if (setups != 1 || s["segments"] != 1) { print "no te_setup line for one segment"; exit 1 }
+        if (!(s["open_p50_us"] > 0 && s["first_p50_us"] > 0 && s["steady_p50_us"] > 0 && s["rss_kib"] > 0)) {
+          print "te_setup: a step not timed or no VmRSS"; exit 1
+        }
       }
     ' "$out"); then
     fail "$what: $why"; return
   fi
-  pass "$what: $(grep '^result ' "$out")"
+  pass "$what: $(grep '^result test=te_' "$out" | tr '\n' ' ')"
 }
 
 # run_te_notify <MC_TLS>: te_write --notify: after the run, pairs of a plain
@@ -301,6 +312,71 @@ for tl in ${PERFTEST_TE_TLS:-tcp sm}; do
   run_te "$tl" te_read 65536
   run_te_notify "$tl"
 done
+# te_fan_evict: one initiator to three targets over tcp (--segment_id a,b,c)
+# with MC_MAX_EP_PER_CTX=1, so that every block of a batch to another target
+# than the last evicts an endpoint with work in flight: the run and its data
+# check (blocks to all three) pass, the set-up line names three segments,
+# each target served its descriptor once (one handshake per openSegment
+# under P2PHANDSHAKE), and the initiator evicted endpoints with operations
+# in flight. Then two initiators at once to one target, apart by
+# --target_offset: both data checks pass.
+te_fan_evict() {
+  local what="te tcp te_write to 3 targets, MC_MAX_EP_PER_CTX=1" out=$tmp/out.fan rc=0
+  local pids=() segs="" i s
+  for i in 0 1 2; do
+    : > "$tmp/target.$i"
+    MC_TLS=tcp MC_LOG_LEVEL=debug timeout $limit "$perftest" -t te_write \
+      --local_server_name=127.0.0.1 --buffer_size=1m > "$tmp/target.$i" 2>&1 &
+    pids+=($!)
+  done
+  for i in 0 1 2; do
+    s=""
+    for _ in $(seq 200); do
+      s=$(sed -n 's/^target: segment \([^,]*\),.*/\1/p' "$tmp/target.$i"); [ -n "$s" ] && break
+      sleep 0.1
+    done
+    segs+=${segs:+,}$s
+  done
+  MC_TLS=tcp MC_MAX_EP_PER_CTX=1 MC_LOG_LEVEL=debug timeout $limit "$perftest" -t te_write \
+    --segment_id="$segs" --local_server_name=127.0.0.1 --threads 1 --batch_size 12 \
+    --block_size 65536 --duration 1 > "$out" 2> "$tmp/err" || rc=$?
+  kill -TERM "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  local served=""
+  for i in 0 1 2; do served+=" $(grep -c 'rpc listener: served the descriptor' "$tmp/target.$i")"; done
+  local busy; busy=$(grep 'endpoint store: evicting' "$tmp/err" | grep -vc '(0 operations')
+  if [ $rc -ne 0 ]; then
+    fail "$what: initiator exit $rc"; sed 's/^/      /' "$out" "$tmp/err" | tail -6
+  elif ! grep -q '^result test=te_write .* check=passed' "$out"; then
+    fail "$what: no passed data check"; sed 's/^/      /' "$out" | tail -4
+  elif ! grep -q '^result test=te_setup segments=3 ' "$out"; then
+    fail "$what: no set-up line for 3 segments"; grep '^result' "$out" | sed 's/^/      /'
+  elif [ "$served" != " 1 1 1" ]; then
+    fail "$what: the targets served their descriptors$served times, expected 1 each"
+  elif [ "$busy" -lt 1 ]; then
+    fail "$what: no endpoint evicted with operations in flight"
+  else
+    pass "$what: data check passed, $busy evictions with work in flight, one handshake per target"
+  fi
+  what="te tcp te_write, two initiators to one target, --target_offset"
+  start_target_cmd "$what" MC_TLS=tcp "$perftest" -t te_write --local_server_name=127.0.0.1 \
+    --buffer_size=2m --duration 1 || return
+  local ipids=() bad=""
+  for i in 0 1; do
+    MC_TLS=tcp timeout $limit "$perftest" -t te_write --segment_id="$seg" \
+      --local_server_name=127.0.0.1 --threads 1 --batch_size 16 --block_size 65536 --duration 1 \
+      --target_offset=$((i * 1048576)) > "$tmp/out.in.$i" 2>&1 &
+    ipids+=($!)
+  done
+  for i in 0 1; do wait "${ipids[$i]}" || bad+=" initiator $i exit $?"; done
+  kill -TERM $target 2>/dev/null; wait $target 2>/dev/null
+  for i in 0 1; do
+    grep -q '^result test=te_write .* check=passed' "$tmp/out.in.$i" || bad+=" initiator $i: no passed check"
+  done
+  if [ -n "$bad" ]; then fail "$what:$bad"; tail -n 3 "$tmp/out.in.0" "$tmp/out.in.1" | sed 's/^/      /'
+  else pass "$what: both data checks passed"; fi
+}
+te_fan_evict
+
 # te_lat over tcp and sm: one result line per size (8 B, 4 KiB, 64 KiB),
 # each with as many samples as asked, percentiles in order (0 < p50 <= p99
 # <= p99.9), a passed data check, and the lanes named (transport line).
@@ -445,7 +521,7 @@ te_mooncake_cli() {
         mb = $9; done++
       }
       /^  transport    / { if ($0 ~ /sm\// || $0 !~ /tcp\/[^ ]+ -> tcp\//) { print "lanes: " $0; exit 1 } }
-      /^result / {
+      /^result test=te_write / {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         if (v["test"] != "te_write" || v["check"] != "passed") { print "result " $0; exit 1 }
         mib = v["bw_MBps"]

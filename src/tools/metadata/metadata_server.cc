@@ -406,6 +406,8 @@ MetadataServer::Reply MetadataServer::handle(HttpRequest& req) {
 }
 
 MetadataServer::Reply MetadataServer::handle_key(HttpRequest& req, const std::string& key) {
+  // One line per key operation: contrib/bench-compare-te-scale.sh counts them.
+  MC_LOG(debug) << "metadata server: " << clip(req.method) << " " << clip(key);
   Preconditions pre;
   for (auto [name, tag] :
        {std::pair{"if-match", &pre.if_match}, std::pair{"if-none-match", &pre.if_none_match}}) {

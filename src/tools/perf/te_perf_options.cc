@@ -228,6 +228,11 @@ const std::map<std::string, Flag>& flags() {
       {"notify_rounds",
        {Kind::Uint, [](const std::string& v,
                        TeOptions* o) { return size_value(v, 1, 1 << 20, &o->notify_rounds); }}},
+      {"target_offset",
+       {Kind::Uint,
+        [](const std::string& v, TeOptions* o) {
+          return size_value(v, 0, uint64_t{1} << 40, &o->target_offset);
+        }}},
       {"backend",
        {Kind::String,
         [](const std::string& v, TeOptions* o) {
@@ -287,6 +292,8 @@ int finish(TeOptions* o) {
   if (o->mode.empty()) o->mode = o->segment_id.empty() ? "target" : "initiator";
   if (o->mode == "initiator" && o->segment_id.empty())
     return usage_error("the initiator needs --segment_id (the target prints it)");
+  if (o->test == "te_lat" && o->segment_id.find(',') != std::string::npos)
+    return usage_error("te_lat times one target: give --segment_id one segment");
   if (o->protocol == "tcp") {
     // As Mooncake's bench: the NIC list and matrix are read for rdma only.
     for (const char* var : {"MC_IB_DEVICES", "MC_TOPO_PRIORITY_MATRIX"}) {
@@ -411,7 +418,12 @@ void print_te_usage(FILE* out) {
       "                                --segment_id is given, else target)\n"
       "     --metadata_server <s>      metadata service (%s; or http://, etcd://, redis://)\n"
       "     --segment_id <name>        the target's segment: its ip:port under\n"
-      "                                P2PHANDSHAKE, as the target prints it\n"
+      "                                P2PHANDSHAKE, as the target prints it; (mc's own)\n"
+      "                                a comma-separated list: block i of each batch\n"
+      "                                goes to segment i mod N (te_write, te_read)\n"
+      "     --target_offset <bytes>    (mc's own) the slots start this far into the\n"
+      "                                target's buffer (0): initiators sharing a target\n"
+      "                                keep their data checks apart\n"
       "     --local_server_name <n>    host[:port] peers reach this engine at (hostname);\n"
       "                                with a metadata server, also the segment name, which\n"
       "                                one engine owns: a second engine of the same name is\n"
@@ -449,7 +461,10 @@ void print_te_usage(FILE* out) {
       "  The initiator prints Mooncake's line 'Test completed: duration D, batch count N,\n"
       "  throughput X GB/s' (in --report_unit), a summary with the lanes that carried\n"
       "  the transfers, then writes one batch with a fresh pattern, reads it back and\n"
-      "  compares it. te_lat prints p50, p99 and p99.9 in usec per size and one line\n"
+      "  compares it; then, per segment, the time of openSegment, of the first transfer\n"
+      "  (the endpoint's set-up) and of a second one, and VmRSS before and after\n"
+      "  ('result test=te_setup ...'). te_lat prints p50, p99 and p99.9 in usec per size and one "
+      "line\n"
       "  'result test=te_lat op=<op> block=<B> ... p50_us=<v> p99_us=<v> p999_us=<v>'.\n",
       static_cast<unsigned long long>(d.iterations), d.metadata_server.c_str(),
       static_cast<unsigned long long>(d.batch_size), static_cast<unsigned long long>(d.block_size),

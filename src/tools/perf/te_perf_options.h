@@ -21,7 +21,7 @@ struct TeOptions {
   std::string operation = "read";  ///< --operation: what te_lat's tasks do
   std::string mode;                ///< target or initiator; empty: by --segment_id
   std::string metadata_server = "P2PHANDSHAKE";
-  std::string segment_id;
+  std::string segment_id;  ///< one segment, or (te_write, te_read) a comma-separated list
   std::string local_server_name;
   uint64_t batch_size = 128;
   uint64_t block_size = 65536;
@@ -39,6 +39,9 @@ struct TeOptions {
   /// notification against plain ones, alternating, `notify_rounds` pairs.
   bool notify = false;
   uint64_t notify_rounds = 200;
+  /// --target_offset (mc's own): where the initiator's slots start in the
+  /// target's buffer, so that initiators sharing one target stay apart.
+  uint64_t target_offset = 0;
   /// MC_* settings the flags stand for (--protocol, --device_name,
   /// --nic_priority_matrix), set in the environment before the engine starts.
   std::vector<std::pair<std::string, std::string>> env;

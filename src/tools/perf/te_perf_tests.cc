@@ -23,6 +23,7 @@
 #include "mc/transfer_engine.h"
 #include "tools/perf/perf_params.h"
 #include "tools/perf/te_perf_options.h"
+#include "tools/perf/te_perf_setup.h"
 #include "ucs/config/parser.h"
 #include "ucs/config/sources.h"
 
@@ -175,22 +176,24 @@ bool run_batch(TransferEngine& engine, const std::vector<TransferRequest>& reqs)
 }
 
 // The requests of thread `t`: the slots of transfer_engine_bench, block i of
-// the batch at (i x threads + t) x block in both buffers.
+// the batch at (i x threads + t) x block in both buffers, to target i mod N.
 std::vector<TransferRequest> thread_requests(const TeOptions& o, TransferRequest::OpCode op,
-                                             uint8_t* local, SegmentHandle seg, uint64_t remote,
+                                             uint8_t* local, const std::vector<Remote>& targets,
                                              uint64_t t) {
   std::vector<TransferRequest> reqs;
   for (uint64_t i = 0; i < o.batch_size; ++i) {
     const uint64_t off = o.block_size * (i * o.threads + t);
-    reqs.push_back({op, local + off, seg, remote + off, o.block_size});
+    const Remote& r = targets[i % targets.size()];
+    reqs.push_back({op, local + off, r.seg, r.addr + off, o.block_size});
   }
   return reqs;
 }
 
-// Writes a fresh pattern into the first batch x block bytes of the remote
-// buffer, reads it back into a cleared buffer and compares.
+// Writes a fresh pattern into the first batch x block bytes of the slots
+// (block i to target i mod N), reads it back into a cleared buffer and
+// compares.
 bool check_data(TransferEngine& engine, const TeOptions& o, uint8_t* local, uint8_t* check,
-                SegmentHandle seg, uint64_t remote, std::string* result) {
+                const std::vector<Remote>& targets, std::string* result) {
   const size_t len = o.batch_size * o.block_size;
   const uint64_t seed = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   pattern_fill(local, len, seed);
@@ -198,8 +201,9 @@ bool check_data(TransferEngine& engine, const TeOptions& o, uint8_t* local, uint
   std::vector<TransferRequest> w, r;
   for (uint64_t i = 0; i < o.batch_size; ++i) {
     const uint64_t off = i * o.block_size;
-    w.push_back({TransferRequest::WRITE, local + off, seg, remote + off, o.block_size});
-    r.push_back({TransferRequest::READ, check + off, seg, remote + off, o.block_size});
+    const Remote& t = targets[i % targets.size()];
+    w.push_back({TransferRequest::WRITE, local + off, t.seg, t.addr + off, o.block_size});
+    r.push_back({TransferRequest::READ, check + off, t.seg, t.addr + off, o.block_size});
   }
   if (!run_batch(engine, w) || !run_batch(engine, r)) {
     *result = "failed (the check's batches did not complete)";
@@ -211,31 +215,6 @@ bool check_data(TransferEngine& engine, const TeOptions& o, uint8_t* local, uint
   }
   *result = "passed (" + std::to_string(o.batch_size) + " blocks written, read back, compared)";
   return true;
-}
-
-// Opens the target's segment; its first buffer large enough for every slot.
-bool open_target(TransferEngine& engine, const TeOptions& o, size_t needed, SegmentHandle* seg,
-                 uint64_t* remote) {
-  *seg = engine.openSegment(o.segment_id);
-  std::vector<SegmentBufferInfo> bufs;
-  if (*seg < 0 || engine.getSegmentBuffers(*seg, bufs) != 0) {
-    std::fprintf(stderr, "mc_perftest: cannot open segment '%s' (metadata '%s')\n",
-                 o.segment_id.c_str(), o.metadata_server.c_str());
-    return false;
-  }
-  uint64_t largest = 0;
-  for (const SegmentBufferInfo& b : bufs) {
-    if (b.length >= needed) {
-      *remote = b.addr;
-      return true;
-    }
-    largest = std::max(largest, b.length);
-  }
-  std::fprintf(stderr,
-               "mc_perftest: segment '%s' has no buffer of batch_size x threads x block_size = %zu "
-               "B (its largest: %llu B); give the target a larger --buffer_size\n",
-               o.segment_id.c_str(), needed, static_cast<unsigned long long>(largest));
-  return false;
 }
 
 // Mooncake's result line first (its unit and precision), then mc's summary
@@ -345,19 +324,18 @@ int run_initiator(const TeOptions& o) {
     std::fprintf(stderr, "mc_perftest: cannot allocate and register %zu B\n", needed);
     return kExitFailed;
   }
-  SegmentHandle seg = -1;
-  uint64_t remote = 0;
-  if (!open_target(engine, o, needed, &seg, &remote)) return kExitFailed;
   pattern_fill(local.data(), needed, 1);
   const auto op = o.test == "te_write" ? TransferRequest::WRITE : TransferRequest::READ;
+  std::vector<Remote> targets;
+  Setup setup;
+  if (!open_targets(engine, o, needed, op, local.data(), &targets, &setup)) return kExitFailed;
   std::atomic<uint64_t> batches{0};
   std::atomic<bool> failed{false};
   std::vector<std::thread> workers;
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t t = 0; t < o.threads; ++t) {
     workers.emplace_back([&, t] {
-      const std::vector<TransferRequest> reqs =
-          thread_requests(o, op, local.data(), seg, remote, t);
+      const std::vector<TransferRequest> reqs = thread_requests(o, op, local.data(), targets, t);
       uint64_t n = 0;
       while (!g_stop.load(std::memory_order_relaxed) && !failed.load()) {
         if (!run_batch(engine, reqs)) failed.store(true);
@@ -377,12 +355,14 @@ int run_initiator(const TeOptions& o) {
     std::fprintf(stderr, "mc_perftest: %s failed: a transfer did not complete\n", o.test.c_str());
     return kExitFailed;
   }
-  const std::string transport = transport_description(engine, seg, local.data(), remote);
+  const std::string transport =
+      transport_description(engine, targets[0].seg, local.data(), targets[0].addr);
   std::string result;
-  const bool ok = check_data(engine, o, local.data(), check.data(), seg, remote, &result);
+  const bool ok = check_data(engine, o, local.data(), check.data(), targets, &result);
   report(o, seconds, batches.load(), transport, result);
+  report_setup(setup);
   if (ok && o.notify && o.test == "te_write" &&
-      !measure_notify(engine, o, thread_requests(o, op, local.data(), seg, remote, 0))) {
+      !measure_notify(engine, o, thread_requests(o, op, local.data(), targets, 0))) {
     return kExitFailed;
   }
   return ok ? 0 : kExitFailed;
@@ -402,30 +382,6 @@ struct LatencyRun {
 double nearest_rank(const std::vector<double>& v, double rank) {
   const size_t idx = static_cast<size_t>(std::ceil(rank / 100.0 * double(v.size())));
   return v[std::min(v.size() - 1, std::max<size_t>(idx, 1) - 1)];
-}
-
-// One timed transfer of `req`; false (said why) when it did not complete.
-bool time_one(TransferEngine& engine, const TransferRequest& req, double* usec) {
-  using Clock = std::chrono::steady_clock;
-  const BatchID id = engine.allocateBatchID(1);
-  if (id == kInvalidBatchID) return false;
-  TransferStatus st{};
-  const auto t0 = Clock::now();
-  bool ok = engine.submitTransfer(id, {req}) == 0;
-  while (ok) {
-    if (engine.getTransferStatus(id, 0, st) != 0) {
-      ok = false;
-    } else if (st.s != WAITING && st.s != PENDING) {
-      break;
-    }
-  }
-  *usec = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-  if (ok && st.s != COMPLETED) {
-    std::fprintf(stderr, "mc_perftest: te_lat: a %zu-byte task ended %s\n", req.length,
-                 task_status_name(st.s));
-    ok = false;
-  }
-  return engine.freeBatchID(id) == 0 && ok;
 }
 
 bool run_latency_size(TransferEngine& engine, const TeOptions& o, TransferRequest req,
@@ -467,9 +423,10 @@ int run_latency(const TeOptions& o) {
     std::fprintf(stderr, "mc_perftest: cannot allocate and register %zu B\n", largest);
     return kExitFailed;
   }
-  SegmentHandle seg = -1;
-  uint64_t remote = 0;
-  if (!open_target(engine, o, largest, &seg, &remote)) return kExitFailed;
+  Remote target;
+  if (!open_target(engine, o, o.segment_id, largest, &target)) return kExitFailed;
+  const SegmentHandle seg = target.seg;
+  const uint64_t remote = target.addr;
   pattern_fill(local.data(), largest, 1);
   const auto op = o.operation == "write" ? TransferRequest::WRITE : TransferRequest::READ;
   std::vector<LatencyRun> runs;
@@ -487,7 +444,7 @@ int run_latency(const TeOptions& o) {
   one.batch_size = 1;
   one.block_size = largest;
   std::string result;
-  const bool ok = check_data(engine, one, local.data(), check.data(), seg, remote, &result);
+  const bool ok = check_data(engine, one, local.data(), check.data(), {target}, &result);
   std::printf("te_lat: %s, one task per batch, usec from submitTransfer to COMPLETED\n",
               o.operation.c_str());
   for (const LatencyRun& r : runs) {

@@ -103,6 +103,7 @@ int TransferEngine::Impl::submit_locked(Batch& batch, const std::vector<Transfer
                   << batch.id << " (" << batch.tasks.size() << " of " << batch.capacity << " used)";
     return static_cast<int>(Status::NoResource);
   }
+  const size_t queued = pending_.size();
   for (const TransferRequest& req : entries) {
     auto task = std::make_unique<Task>();
     task->req = req;
@@ -125,6 +126,15 @@ int TransferEngine::Impl::submit_locked(Batch& batch, const std::vector<Transfer
     }
     batch.tasks.push_back(std::move(task));
   }
+  // The batch's tasks are posted grouped by segment (in their order within
+  // each): a batch that interleaves more segments than MC_MAX_EP_PER_CTX
+  // endpoints then evicts at most one endpoint per segment, not one per task
+  // (a new endpoint and its wire-up each). Task indexes are unchanged.
+  const auto by_segment = [](const Task* a, const Task* b) {
+    return a->req.target_id < b->req.target_id;
+  };
+  if (!std::is_sorted(pending_.begin() + queued, pending_.end(), by_segment))
+    std::stable_sort(pending_.begin() + queued, pending_.end(), by_segment);
   return 0;
 }
 

@@ -425,7 +425,13 @@ std::vector<uint8_t> RpcServer::answer(Conn& c) {
                   << " bytes, more than MC_HANDSHAKE_MAX_LENGTH=" << params_.max_length;
     return error_frame(Status::MessageTruncated, "descriptor exceeds MC_HANDSHAKE_MAX_LENGTH");
   }
-  if (json.ok()) return encode_frame(0, *json);
+  if (json.ok()) {
+    // One line per descriptor served: contrib/bench-compare-te-scale.sh counts
+    // them (the handshakes of an openSegment).
+    MC_LOG(debug) << "rpc listener: served the descriptor of '" << printable(name) << "' to "
+                  << c.peer;
+    return encode_frame(0, *json);
+  }
   MC_LOG(debug) << "rpc listener: " << c.peer << " asked for '" << printable(name)
                 << "': " << cut(error);
   return error_frame(json.status(), error);

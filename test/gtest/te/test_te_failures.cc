@@ -2,13 +2,15 @@
 // The Transfer Engine when peers fail, with real target processes: a target
 // stopped and then killed mid-batch, a deadline passing, a batch freed or a
 // segment closed with unfinished tasks, and an endpoint store of capacity 2
-// serving 5 peers (SIEVE and FIFO).
+// serving 5 peers, and of capacity 1 a batch interleaving 3 (SIEVE and FIFO).
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cstring>
 
+#include "common/log_capture.h"
 #include "te/te_test_util.h"
+#include "ucs/log/log.h"
 #include "uct/base/component_loader.h"
 
 namespace mc::te::test {
@@ -135,25 +137,33 @@ TEST_P(TeStoppedTarget, DeadlinePassesTaskTimesOutThenTheEngineRecovers) {
   EXPECT_EQ(local[0], pattern(kSeed, 4096));
 }
 
-class TeEndpointCapacity : public testing::TestWithParam<std::string> {};
+// Peers over tcp/lo, and an engine whose endpoint store holds `capacity`
+// endpoints of the parameter's type (SIEVE, FIFO).
+class TeEndpointCapacity : public testing::TestWithParam<std::string> {
+ protected:
+  const std::map<std::string, std::string> env_ = {
+      {"MC_TLS", "tcp"}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
+
+  /// The engine, or null after a failed expectation.
+  std::unique_ptr<TransferEngine> capped_engine(const char* capacity) {
+    auto vars = env_;
+    vars["MC_MAX_EP_PER_CTX"] = capacity;
+    vars["MC_ENDPOINT_STORE_TYPE"] = GetParam();
+    ScopedEnv scoped(vars);
+    auto engine = std::make_unique<TransferEngine>();
+    EXPECT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
+    return HasFailure() ? nullptr : std::move(engine);
+  }
+};
 
 TEST_P(TeEndpointCapacity, TwoEndpointsServeFivePeers) {
   if (uct::find_component("tcp") == nullptr) GTEST_SKIP() << "tcp not available";
-  const std::map<std::string, std::string> env = {
-      {"MC_TLS", "tcp"}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
   TargetProcess targets[5];
   for (unsigned i = 0; i < 5; ++i) {
-    ASSERT_TRUE(targets[i].start("P2PHANDSHAKE", "127.0.0.1", 65536 * 4, 20 + i, env));
+    ASSERT_TRUE(targets[i].start("P2PHANDSHAKE", "127.0.0.1", 65536 * 4, 20 + i, env_));
   }
-  auto vars = env;
-  vars["MC_MAX_EP_PER_CTX"] = "2";
-  vars["MC_ENDPOINT_STORE_TYPE"] = GetParam();
-  std::unique_ptr<TransferEngine> engine;
-  {
-    ScopedEnv scoped(vars);
-    engine = std::make_unique<TransferEngine>();
-    ASSERT_EQ(engine->init("P2PHANDSHAKE", "127.0.0.1"), 0);
-  }
+  std::unique_ptr<TransferEngine> engine = capped_engine("2");
+  ASSERT_NE(engine, nullptr);
   SegmentHandle segs[5];
   for (unsigned i = 0; i < 5; ++i)
     ASSERT_GE(segs[i] = engine->openSegment(targets[i].segment()), 0);
@@ -187,6 +197,56 @@ TEST_P(TeEndpointCapacity, TwoEndpointsServeFivePeers) {
     }
   }
   EXPECT_LE(engine->getEndpointCount(), 2u);
+}
+
+// A batch that interleaves three peers (task i to peer i mod 3) with one
+// endpoint allowed: the engine posts it grouped by segment, so the batch
+// opens one endpoint per peer and evicts two (each with its writes in
+// flight), not one per task; every task completes with the right bytes.
+TEST_P(TeEndpointCapacity, InterleavedBatchEvictsOncePerPeer) {
+  if (uct::find_component("tcp") == nullptr) GTEST_SKIP() << "tcp not available";
+  constexpr unsigned kPeers = 3, kPerPeer = 4;
+  TargetProcess targets[kPeers];
+  for (unsigned i = 0; i < kPeers; ++i) {
+    ASSERT_TRUE(targets[i].start("P2PHANDSHAKE", "127.0.0.1", 65536 * kPerPeer, 40 + i, env_));
+  }
+  std::unique_ptr<TransferEngine> engine = capped_engine("1");
+  ASSERT_NE(engine, nullptr);
+  SegmentHandle segs[kPeers];
+  for (unsigned i = 0; i < kPeers; ++i)
+    ASSERT_GE(segs[i] = engine->openSegment(targets[i].segment()), 0);
+  std::vector<uint8_t> local(kPeers * kPerPeer * 65536);
+  ASSERT_EQ(engine->registerLocalMemory(local.data(), local.size()), 0);
+  std::vector<TransferRequest> reqs;
+  for (unsigned t = 0; t < kPeers * kPerPeer; ++t) {
+    const unsigned peer = t % kPeers, k = t / kPeers;
+    reqs.push_back({TransferRequest::READ, local.data() + t * 65536, segs[peer],
+                    targets[peer].addr() + k * 65536, 65536});
+  }
+  std::vector<TransferStatus> done;
+  size_t evicted = 0, opened = 0;
+  {
+    mc::test::LogCapture sink(google::GLOG_INFO);
+    const ucs::LogLevel level = ucs::log_level();
+    ucs::log_set_level(ucs::LogLevel::Debug);  // the endpoint store's lines
+    done = run_batch(*engine, reqs);
+    ucs::log_set_level(level);
+    for (const std::string& line : sink.lines()) {
+      evicted += line.find("endpoint store: evicting") != std::string::npos;
+      opened += line.find("transfer engine: endpoint to segment") != std::string::npos;
+    }
+  }
+  ASSERT_EQ(done.size(), reqs.size());
+  for (const TransferStatus& st : done) EXPECT_EQ(st.s, COMPLETED);
+  for (unsigned t = 0; t < kPeers * kPerPeer; ++t) {
+    const unsigned peer = t % kPeers, k = t / kPeers;
+    for (size_t b = 0; b < 65536; b += 4096) {
+      ASSERT_EQ(local[t * 65536 + b], pattern(40 + peer, k * 65536 + b)) << "task " << t;
+    }
+  }
+  EXPECT_EQ(opened, kPeers);
+  EXPECT_EQ(evicted, kPeers - 1);
+  EXPECT_LE(engine->getEndpointCount(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tls, TeFailures, testing::Values("tcp", "sm"),
