@@ -8,16 +8,19 @@
 # packages nothing here asks for. With PATH set to that directory, a script
 # that calls a program install-deps.sh does not provide fails the way it
 # would on a fresh machine. CI's first stage runs that way.
-#   contrib/deps-path.sh DIR
+#   contrib/deps-path.sh DIR [--bench|--fresh-check|--deb]
+# With an option: also the packages install-deps.sh installs with it (CI's
+# package stage runs with --deb's).
 # Prints DIR's path last.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-dir=${1:?usage: contrib/deps-path.sh DIR}
+dir=${1:?usage: contrib/deps-path.sh DIR [--bench|--fresh-check|--deb]}
+set=${2:-}
 
 wanted=$(mktemp)
 trap 'rm -f "$wanted"' EXIT
-"$top/contrib/install-deps.sh" --packages > "$wanted"
+"$top/contrib/install-deps.sh" ${set:+"$set"} --packages > "$wanted"
 
 # The closure over Depends and Pre-Depends of the installed packages, each
 # alternative and virtual package taken by every installed package that

@@ -8,7 +8,8 @@
 #   contrib/install-deps.sh --bench    also the peers bench-compare measures against
 #   contrib/install-deps.sh --fresh-check  also what contrib/fresh-check.sh needs
 #   contrib/install-deps.sh --deb      also what contrib/deb-check.sh needs (Debian packages)
-#   contrib/install-deps.sh --packages the package names, one a line (nothing installed)
+#   contrib/install-deps.sh --packages the package names, one a line (nothing installed);
+#                                      after --bench, --fresh-check or --deb, with that set's
 #   contrib/install-deps.sh --programs the programs table below (nothing installed)
 set -euo pipefail
 
@@ -89,6 +90,7 @@ git             git              contrib/fresh-check.sh (--fresh-check)
 dpkg-buildpackage dpkg-dev       contrib/deb-check.sh (--deb)
 dh              debhelper        contrib/deb-check.sh, debian/rules (--deb)
 lintian         lintian          contrib/deb-check.sh (--deb)
+dh_python3      dh-python        debian/rules (dh --with python3), contrib/deb-check.sh (--deb)
 fakeroot        fakeroot         dpkg-buildpackage, when a build needs root (--deb)
 EOF
 }
@@ -102,6 +104,12 @@ case "${1:-}" in
   --packages) printf '%s\n' "${pkgs[@]}"; exit 0 ;;
   --programs) programs_table; exit 0 ;;
   *) echo "install-deps: unknown option '$1' (--bench, --fresh-check, --deb, --packages, --programs)" >&2; exit 2 ;;
+esac
+# --bench, --fresh-check or --deb, then --packages: the names with that set's.
+case "${1:-}:${2:-}" in
+  --*:--packages) printf '%s\n' "${pkgs[@]}"; exit 0 ;;
+  *:) ;;
+  *) echo "install-deps: unknown option '$2' after '$1' (only --packages)" >&2; exit 2 ;;
 esac
 
 missing=()
