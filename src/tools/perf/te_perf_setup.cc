@@ -7,19 +7,11 @@
 #include <chrono>
 #include <cstdio>
 
+#include "ucs/config/parser.h"
+
 namespace mc::perf {
 
 namespace {
-
-// The names of --segment_id, split at commas.
-std::vector<std::string> segment_names(const std::string& list) {
-  std::vector<std::string> names;
-  size_t from = 0;
-  for (size_t comma; (comma = list.find(',', from)) != std::string::npos; from = comma + 1)
-    names.push_back(list.substr(from, comma - from));
-  names.push_back(list.substr(from));
-  return names;
-}
 
 // This process's resident memory in KiB (VmRSS of /proc/self/status), or -1.
 long rss_kib() {
@@ -100,7 +92,7 @@ bool open_targets(TransferEngine& engine, const TeOptions& o, size_t needed,
                   Setup* setup) {
   using Clock = std::chrono::steady_clock;
   setup->rss_kib = rss_kib();
-  for (const std::string& name : segment_names(o.segment_id)) {
+  for (const std::string& name : ucs::config::split_list(o.segment_id)) {
     Remote r;
     const auto t0 = Clock::now();
     if (!open_target(engine, o, name, needed, &r)) return false;
