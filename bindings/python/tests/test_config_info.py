@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -77,3 +78,27 @@ def test_info_is_mc_info_d_m():
                              text=True).stdout
         theirs = {m["name"]: m["state"] for m in json.loads(out)["modules"]}
         assert theirs == modules
+
+
+def _engine_log(level):
+    """stderr of a fresh interpreter that starts an engine with MC_LOG_LEVEL
+    set: an embedding program calls no mc setup, so the first log line is
+    where the level is read."""
+    code = ("import mc\n"
+            "with mc.TransferEngine('P2PHANDSHAKE', '127.0.0.1', config={'MC_TLS': 'tcp'}):\n"
+            "    pass\n")
+    env = dict(os.environ, MC_LOG_LEVEL=level)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_an_embedding_process_honours_mc_log_level():
+    # "loaded module ..." is a debug line, "transfer engine: ..." info lines.
+    quiet, loud = _engine_log("error"), _engine_log("debug")
+    assert "loaded module uct/tcp" not in quiet and "transfer engine" not in quiet, quiet
+    assert "loaded module uct/tcp" in loud, loud
+    bad = _engine_log("chatty")
+    assert "invalid value 'chatty' for MC_LOG_LEVEL" in bad and "logging at warn" in bad, bad
+    assert "loaded module" not in bad, bad

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Maps MC_LOG_LEVEL / MC_LOG_DIR onto glog.
+// MC_LOG_LEVEL as the one atomic every MC_LOG reads; MC_LOG_DIR onto glog.
 #include "ucs/log/log.h"
 
 #include <sys/stat.h>
@@ -10,9 +10,13 @@
 
 namespace mc::ucs {
 
+namespace detail {
+std::atomic<int> g_log_level{-1};
+}  // namespace detail
+
 namespace {
 
-std::atomic<LogLevel> g_level{LogLevel::Warn};
+constexpr LogLevel kDefaultLevel = LogLevel::Warn;
 
 const std::vector<std::pair<std::string, LogLevel>>& level_names() {
   // The first name of a level is how it is printed; "warning" is glog's word
@@ -24,28 +28,52 @@ const std::vector<std::pair<std::string, LogLevel>>& level_names() {
   return names;
 }
 
-void apply_level(LogLevel level) {
-  switch (level) {
-    case LogLevel::Fatal: FLAGS_minloglevel = google::GLOG_FATAL; break;
-    case LogLevel::Error: FLAGS_minloglevel = google::GLOG_ERROR; break;
-    case LogLevel::Warn: FLAGS_minloglevel = google::GLOG_WARNING; break;
-    default: FLAGS_minloglevel = google::GLOG_INFO; break;
-  }
-  FLAGS_v = level == LogLevel::Trace ? 2 : level == LogLevel::Debug ? 1 : 0;
+/// MC_LOG_LEVEL from the process's environment and configuration files;
+/// `error` says why when it cannot be read (nothing is logged here: this
+/// runs inside the first MC_LOG).
+Result<LogConfig> read_log_config(std::string* error) {
+  Result<config::Sources> sources = config::Sources::from_process(error);
+  if (!sources.ok()) return sources.status();
+  LogConfig cfg{};
+  if (is_error(log_config_table().read(&cfg, *sources, error))) return Status::InvalidParam;
+  return cfg;
 }
 
 }  // namespace
+
+namespace detail {
+
+int log_level_first_use() {
+  static const int from_env = [] {
+    std::string error;
+    Result<LogConfig> cfg = read_log_config(&error);
+    if (cfg.ok()) return static_cast<int>(cfg->level);
+    std::fprintf(stderr, "mc: %s; logging at %s\n", error.c_str(), log_level_name(kDefaultLevel));
+    return static_cast<int>(kDefaultLevel);
+  }();
+  int unset = -1;
+  // log_set_level may have run meanwhile; its level stays.
+  g_log_level.compare_exchange_strong(unset, from_env, std::memory_order_relaxed);
+  return g_log_level.load(std::memory_order_relaxed);
+}
+
+}  // namespace detail
 
 const config::Table& log_config_table() {
   static const config::Table table(
       "logging", "",
       {config::field("LOG_LEVEL", "warn",
                      "Least severe messages printed; debug and trace add detail from every layer. "
-                     "glog's words (TRACE, INFO, WARNING, ERROR) are accepted too, in any case.",
+                     "glog's words (TRACE, INFO, WARNING, ERROR) are accepted too, in any case. "
+                     "mc's programs read it at start; a program that embeds mc (the Python "
+                     "package, libtransfer_engine) at the first line mc logs, and a bad value "
+                     "there is printed and logging stays at warn.",
                      &LogConfig::level, config::enum_parser(level_names())),
        config::field("LOG_DIR", "",
-                     "Directory for log files; empty logs to standard error. A directory that "
-                     "cannot be written falls back to standard error.",
+                     "Directory for the log files of mc's programs (mc_info, mc_perftest, "
+                     "mc_metadata_server); empty logs to standard error. A directory that "
+                     "cannot be written falls back to standard error. A program that embeds mc "
+                     "keeps its own glog settings.",
                      &LogConfig::dir, config::string_parser())});
   return table;
 }
@@ -58,26 +86,25 @@ const char* log_level_name(LogLevel level) {
 }
 
 void log_set_level(LogLevel level) {
-  g_level = level;
-  apply_level(level);
+  detail::g_log_level.store(static_cast<int>(level), std::memory_order_relaxed);
 }
 
 LogLevel log_level() {
-  return g_level;
+  const int in_force = detail::g_log_level.load(std::memory_order_relaxed);
+  return static_cast<LogLevel>(in_force < 0 ? detail::log_level_first_use() : in_force);
 }
 
 Status log_init(const char* program_name) {
   std::string error;
-  Result<config::Sources> sources = config::Sources::from_process(&error);
-  if (!sources.ok()) {
+  Result<LogConfig> read = read_log_config(&error);
+  if (!read.ok()) {
     std::fprintf(stderr, "mc: %s\n", error.c_str());
-    return sources.status();
+    return read.status();
   }
-  LogConfig cfg{};
-  if (is_error(log_config_table().read(&cfg, *sources, &error))) {
-    std::fprintf(stderr, "mc: %s\n", error.c_str());
-    return Status::InvalidParam;
-  }
+  const LogConfig& cfg = *read;
+  // glog's own filter lets every line through, and is not written again:
+  // MC_LOG_LEVEL decides (log_on).
+  FLAGS_minloglevel = google::GLOG_INFO;
   FLAGS_logtostderr = true;
   if (!cfg.dir.empty()) {
     struct stat st {};

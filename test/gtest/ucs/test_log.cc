@@ -1,29 +1,86 @@
 // SPDX-License-Identifier: Apache-2.0
-// Logging: MC_LOG_LEVEL parsing and its mapping onto glog; the rate limiter.
+// Logging: MC_LOG_LEVEL parsing, what the level lets reach glog; the rate limiter.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "common/log_capture.h"
 #include "ucs/log/log.h"
 #include "ucs/log/rate_limiter.h"
 
 namespace mc::ucs::config {
 namespace {
 
-TEST(Log, LevelsMapToGlog) {
+// What reaches glog is what the level lets through: a line below it is
+// dropped before glog sees it, and a once-line below it keeps its once.
+TEST(Log, LevelDecidesWhatReachesGlog) {
   const LogLevel saved = log_level();
+  mc::test::LogCapture sink(google::GLOG_INFO);
+  auto once = [] { MC_LOG_ONCE(info) << "test: the once line"; };
+  log_set_level(LogLevel::Error);
+  EXPECT_EQ(log_level(), LogLevel::Error);
+  EXPECT_FALSE(MC_LOG_IS_ON(debug));
+  MC_LOG(warn) << "test: a warning under error";
+  MC_LOG(info) << "test: an info line under error";
+  once();
+  MC_LOG(error) << "test: an error under error";
   log_set_level(LogLevel::Debug);
   EXPECT_TRUE(MC_LOG_IS_ON(debug));
   EXPECT_FALSE(MC_LOG_IS_ON(trace));
+  MC_LOG(debug) << "test: a debug line under debug";
+  MC_LOG(trace) << "test: a trace line under debug";
+  once();
+  once();
   log_set_level(LogLevel::Trace);
   EXPECT_TRUE(MC_LOG_IS_ON(trace));
-  log_set_level(LogLevel::Error);
-  EXPECT_FALSE(MC_LOG_IS_ON(debug));
-  EXPECT_EQ(FLAGS_minloglevel, google::GLOG_ERROR);
-  EXPECT_STREQ(log_level_name(LogLevel::Warn), "warn");
   log_set_level(saved);
+  std::vector<std::string> lines;
+  for (const std::string& l : sink.lines()) {
+    if (l.rfind("test: ", 0) == 0) lines.push_back(l);
+  }
+  EXPECT_EQ(lines, (std::vector<std::string>{"test: an error under error",
+                                             "test: a debug line under debug",
+                                             "test: the once line"}));
+  EXPECT_STREQ(log_level_name(LogLevel::Warn), "warn");
+}
+
+// The level changes while other threads log (tools' -v, tests): no data race
+// (this runs under TSan in CI), debug lines get through while debug is on,
+// and trace lines, never on, never do.
+TEST(Log, LevelChangesWhileThreadsLog) {
+  const LogLevel saved = log_level();
+  mc::test::LogCapture sink(google::GLOG_INFO);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&stop] {
+      while (!stop.load()) {
+        MC_LOG(debug) << "test: threads' debug line";
+        if (MC_LOG_IS_ON(trace)) MC_LOG(trace) << "test: threads' trace line";
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // a few hundred lines
+      }
+    });
+  }
+  for (int i = 0; i < 200; ++i) {
+    log_set_level(i % 2 ? LogLevel::Debug : LogLevel::Warn);
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  log_set_level(LogLevel::Debug);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  stop = true;
+  for (std::thread& th : threads) th.join();
+  log_set_level(saved);
+  size_t debug_lines = 0, trace_lines = 0;
+  for (const std::string& l : sink.lines()) {
+    debug_lines += l == "test: threads' debug line";
+    trace_lines += l == "test: threads' trace line";
+  }
+  EXPECT_GT(debug_lines, 0u);
+  EXPECT_EQ(trace_lines, 0u);
 }
 
 TEST(Log, LevelIsReadFromTheTable) {
