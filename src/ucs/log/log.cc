@@ -10,10 +10,6 @@
 
 namespace mc::ucs {
 
-namespace detail {
-std::atomic<int> g_log_level{-1};
-}  // namespace detail
-
 namespace {
 
 constexpr LogLevel kDefaultLevel = LogLevel::Warn;
@@ -53,8 +49,8 @@ int log_level_first_use() {
   }();
   int unset = -1;
   // log_set_level may have run meanwhile; its level stays.
-  g_log_level.compare_exchange_strong(unset, from_env, std::memory_order_relaxed);
-  return g_log_level.load(std::memory_order_relaxed);
+  log_level_word().compare_exchange_strong(unset, from_env, std::memory_order_relaxed);
+  return log_level_word().load(std::memory_order_relaxed);
 }
 
 }  // namespace detail
@@ -86,11 +82,11 @@ const char* log_level_name(LogLevel level) {
 }
 
 void log_set_level(LogLevel level) {
-  detail::g_log_level.store(static_cast<int>(level), std::memory_order_relaxed);
+  detail::log_level_word().store(static_cast<int>(level), std::memory_order_relaxed);
 }
 
 LogLevel log_level() {
-  const int in_force = detail::g_log_level.load(std::memory_order_relaxed);
+  const int in_force = detail::log_level_word().load(std::memory_order_relaxed);
   return static_cast<LogLevel>(in_force < 0 ? detail::log_level_first_use() : in_force);
 }
 

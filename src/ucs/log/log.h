@@ -43,15 +43,21 @@ LogLevel log_level();
 
 namespace detail {
 /// The LogLevel in force as an int; -1 until log_init, log_set_level or the
-/// first log_on.
-extern std::atomic<int> g_log_level;
+/// first log_on. A static of an inline function, not an extern variable: one
+/// object in the process (a unique symbol) for every library that logs, and
+/// no exported data symbol, which ASan reports as an ODR violation once a
+/// second copy of libmc_ucs is loaded (ModuleTest.SecondCopyOfUcsIsDetected).
+inline std::atomic<int>& log_level_word() {
+  static constinit std::atomic<int> word{-1};
+  return word;
+}
 /// Reads MC_LOG_LEVEL (once) and returns the level in force.
 int log_level_first_use();
 }  // namespace detail
 
 /// True when lines of `level` are printed.
 inline bool log_on(LogLevel level) {
-  int in_force = detail::g_log_level.load(std::memory_order_relaxed);
+  int in_force = detail::log_level_word().load(std::memory_order_relaxed);
   if (in_force < 0) [[unlikely]] in_force = detail::log_level_first_use();
   return static_cast<int>(level) <= in_force;
 }
