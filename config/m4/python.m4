@@ -6,9 +6,10 @@
 # The default is Debian's /usr/bin/python3 (else the python3 first in PATH)
 # when its headers and pybind11's are there. Another python3 first in PATH
 # (a pyenv build) is named in the summary, not picked. Sets PYTHON,
-# PYTHON_CPPFLAGS, PYTHON_VERSION, pythondir (the interpreter's platlib
-# inside the prefix, else posix_prefix's lib/pythonX.Y/site-packages under
-# it), mc_have_python, mc_why_python, and AM_CONDITIONAL HAVE_PYTHON.
+# PYTHON_CPPFLAGS, PYTHON_VERSION, pythondir (the interpreter's
+# site-packages under $prefix/lib on its sys.path, else its platlib inside the
+# prefix, else posix_prefix's lib/pythonX.Y/site-packages under it),
+# mc_have_python, mc_why_python, and AM_CONDITIONAL HAVE_PYTHON.
 AC_DEFUN([MC_CHECK_PYTHON], [
   AC_ARG_WITH([python],
     [AS_HELP_STRING([--with-python@<:@=PYTHON@:>@],
@@ -51,14 +52,21 @@ AC_DEFUN([MC_CHECK_PYTHON], [
   AS_IF([test $mc_have_python = yes], [
     mc_py_prefix=$prefix
     test "x$mc_py_prefix" = xNONE && mc_py_prefix=$ac_default_prefix
-    # The platlib of the interpreter's own scheme when it lies inside the
-    # prefix (Debian's /usr/local/lib/python3.X/dist-packages for
-    # /usr/local), else posix_prefix's, relative to the prefix.
+    # The first directory of the interpreter's sys.path that is
+    # $prefix/lib/.../site- or dist-packages (Debian's python3:
+    # /usr/lib/python3/dist-packages for /usr, where Debian's packages go,
+    # /usr/local/lib/python3.X/dist-packages for /usr/local), else the
+    # platlib of its own scheme when it lies inside the prefix, else
+    # posix_prefix's; relative to the prefix.
     mc_py_rel=$("$PYTHON" -c '
 import sys, sysconfig
 prefix = sys.argv[[1]].rstrip("/") + "/"
 own = sysconfig.get_path("platlib")
-if own.startswith(prefix):
+on_path = [[p for p in sys.path if p.startswith(prefix + "lib/")
+           and p.rstrip("/").endswith(("site-packages", "dist-packages"))]]
+if on_path:
+    print(on_path[[0]][[len(prefix):]].rstrip("/"))
+elif own.startswith(prefix):
     print(own[[len(prefix):]])
 else:
     p = sysconfig.get_path("platlib", "posix_prefix", vars={"platbase": prefix, "base": prefix})
