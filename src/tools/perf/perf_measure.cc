@@ -7,19 +7,6 @@
 
 namespace mc::perf {
 
-namespace {
-
-// Nearest-rank percentile of `v` (reordered in place), in ticks.
-uint64_t percentile(std::vector<uint64_t>& v, double rank) {
-  if (v.empty()) return 0;
-  const double pos = std::ceil(rank / 100.0 * static_cast<double>(v.size()));
-  const size_t idx = std::min(v.size() - 1, static_cast<size_t>(std::max(pos, 1.0)) - 1);
-  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(idx), v.end());
-  return v[idx];
-}
-
-}  // namespace
-
 Measurement::Measurement(TestType type, uint64_t iters, double percentile_rank, ProgressFn progress)
     : factor_(type == TestType::PingPong ? 2.0 : 1.0),
       batch_(type == TestType::Stream ? kStreamBatch : 1),
@@ -85,7 +72,7 @@ void Measurement::report(uint64_t now) {
   if (last > first) {
     std::vector<uint64_t> recent(samples_.begin() + static_cast<ptrdiff_t>(first),
                                  samples_.begin() + static_cast<ptrdiff_t>(last));
-    r.lat_percentile = static_cast<double>(percentile(recent, rank_)) / ticks_per_second() /
+    r.lat_percentile = static_cast<double>(nearest_rank(recent, rank_)) / ticks_per_second() /
                        factor_ / static_cast<double>(batch_);
   } else {
     r.lat_percentile = r.lat_moment;
@@ -111,10 +98,10 @@ PerfResult Measurement::result() const {
   const auto [mn, mx] = std::minmax_element(v.begin(), v.end());
   r.lat_min = static_cast<double>(*mn) * scale;
   r.lat_max = static_cast<double>(*mx) * scale;
-  r.lat_percentile = static_cast<double>(percentile(v, rank_)) * scale;
-  r.lat_p50 = static_cast<double>(percentile(v, 50.0)) * scale;
-  r.lat_p99 = static_cast<double>(percentile(v, 99.0)) * scale;
-  r.lat_p999 = static_cast<double>(percentile(v, 99.9)) * scale;
+  r.lat_percentile = static_cast<double>(nearest_rank(v, rank_)) * scale;
+  r.lat_p50 = static_cast<double>(nearest_rank(v, 50.0)) * scale;
+  r.lat_p99 = static_cast<double>(nearest_rank(v, 99.0)) * scale;
+  r.lat_p999 = static_cast<double>(nearest_rank(v, 99.9)) * scale;
   return r;
 }
 

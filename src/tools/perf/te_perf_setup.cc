@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "tools/perf/perf_measure.h"
 #include "ucs/config/parser.h"
 
 namespace mc::perf {
@@ -32,8 +33,9 @@ struct Stats {
 
 Stats stats(std::vector<double> v) {
   if (v.empty()) return {};
-  std::sort(v.begin(), v.end());
-  return {v.front(), v[(v.size() - 1) / 2], v.back()};
+  const auto [min, max] = std::minmax_element(v.begin(), v.end());
+  const double lo = *min, hi = *max;
+  return {lo, nearest_rank(v, 50), hi};
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "mc/transfer_engine.h"
+#include "tools/perf/perf_measure.h"
 #include "tools/perf/perf_params.h"
 #include "tools/perf/te_perf_options.h"
 #include "tools/perf/te_perf_setup.h"
@@ -247,19 +248,14 @@ void report(const TeOptions& o, double seconds, uint64_t batches, const std::str
       check.rfind("passed", 0) == 0 ? "passed" : "failed");
 }
 
-// Microseconds at percentile p (0..1) of sorted `v`.
-double percentile(const std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * double(v.size() - 1) + 0.5));
-  return v[i];
-}
-
 std::string latency_text(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
+  if (v.empty()) return "no samples";
+  const auto [min, max] = std::minmax_element(v.begin(), v.end());
+  const double lo = *min, hi = *max;
   char buf[160];
   std::snprintf(buf, sizeof(buf), "p50 %.1f us (min %.1f, p10 %.1f, p90 %.1f, p99 %.1f, max %.1f)",
-                percentile(v, 0.5), v.front(), percentile(v, 0.1), percentile(v, 0.9),
-                percentile(v, 0.99), v.back());
+                nearest_rank(v, 50), lo, nearest_rank(v, 10), nearest_rank(v, 90),
+                nearest_rank(v, 99), hi);
   return buf;
 }
 
@@ -301,15 +297,12 @@ bool measure_notify(TransferEngine& engine, const TeOptions& o,
   std::printf("    plain      %s\n", latency_text(plain).c_str());
   std::printf("    notified   %s\n", latency_text(notified).c_str());
   std::printf("    extra      %s\n", latency_text(extra).c_str());
-  std::sort(plain.begin(), plain.end());
-  std::sort(notified.begin(), notified.end());
-  std::sort(extra.begin(), extra.end());
   std::printf(
       "result test=notify block=%llu batch=%llu rounds=%llu plain_p50_us=%.1f "
       "notified_p50_us=%.1f extra_p50_us=%.1f extra_p90_us=%.1f\n",
       static_cast<unsigned long long>(o.block_size), static_cast<unsigned long long>(o.batch_size),
-      static_cast<unsigned long long>(o.notify_rounds), percentile(plain, 0.5),
-      percentile(notified, 0.5), percentile(extra, 0.5), percentile(extra, 0.9));
+      static_cast<unsigned long long>(o.notify_rounds), nearest_rank(plain, 50),
+      nearest_rank(notified, 50), nearest_rank(extra, 50), nearest_rank(extra, 90));
   return true;
 }
 
@@ -377,12 +370,6 @@ struct LatencyRun {
   uint64_t iterations = 0;
   double avg_us = 0, min_us = 0, p50_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
 };
-
-// Nearest-rank percentile of sorted `v`.
-double nearest_rank(const std::vector<double>& v, double rank) {
-  const size_t idx = static_cast<size_t>(std::ceil(rank / 100.0 * double(v.size())));
-  return v[std::min(v.size() - 1, std::max<size_t>(idx, 1) - 1)];
-}
 
 bool run_latency_size(TransferEngine& engine, const TeOptions& o, TransferRequest req,
                       LatencyRun* out) {

@@ -81,5 +81,23 @@ TEST_F(PerfMeasure, ReservoirSlotIsUniformInRange) {
   }
 }
 
+// The one percentile rule of every column and result line mc_perftest
+// prints: nearest rank, so p50 of an even count is the lower middle sample.
+TEST(PerfNearestRank, IsTheLeastSampleWithRankPercentAtOrBelowIt) {
+  std::vector<double> four = {4, 1, 3, 2};
+  EXPECT_EQ(nearest_rank(four, 50), 2);
+  EXPECT_EQ(nearest_rank(four, 0), 1);
+  EXPECT_EQ(nearest_rank(four, 75), 3);
+  EXPECT_EQ(nearest_rank(four, 76), 4);
+  EXPECT_EQ(nearest_rank(four, 100), 4);
+  std::vector<uint64_t> hundred;
+  for (uint64_t i = 100; i >= 1; --i) hundred.push_back(i);
+  EXPECT_EQ(nearest_rank(hundred, 99), 99u);
+  EXPECT_EQ(nearest_rank(hundred, 99.9), 100u);
+  EXPECT_EQ(nearest_rank(hundred, 10), 10u);
+  std::vector<double> none;
+  EXPECT_EQ(nearest_rank(none, 50), 0);
+}
+
 }  // namespace
 }  // namespace mc::perf
