@@ -384,13 +384,13 @@ bool run_latency_size(TransferEngine& engine, const TeOptions& o, TransferReques
     if (i >= warmup) samples.push_back(us);
   }
   if (samples.empty()) return false;
-  std::sort(samples.begin(), samples.end());
   double sum = 0;
   for (double v : samples) sum += v;
   out->iterations = samples.size();
   out->avg_us = sum / double(samples.size());
-  out->min_us = samples.front();
-  out->max_us = samples.back();
+  const auto [min, max] = std::minmax_element(samples.begin(), samples.end());
+  out->min_us = *min;
+  out->max_us = *max;
   out->p50_us = nearest_rank(samples, 50);
   out->p99_us = nearest_rank(samples, 99);
   out->p999_us = nearest_rank(samples, 99.9);

@@ -86,8 +86,7 @@ void log_set_level(LogLevel level) {
 }
 
 LogLevel log_level() {
-  const int in_force = detail::log_level_word().load(std::memory_order_relaxed);
-  return static_cast<LogLevel>(in_force < 0 ? detail::log_level_first_use() : in_force);
+  return static_cast<LogLevel>(detail::log_level_in_force());
 }
 
 Status log_init(const char* program_name) {

@@ -53,13 +53,17 @@ inline std::atomic<int>& log_level_word() {
 }
 /// Reads MC_LOG_LEVEL (once) and returns the level in force.
 int log_level_first_use();
+/// The level in force as an int, MC_LOG_LEVEL read on the first call.
+inline int log_level_in_force() {
+  const int in_force = log_level_word().load(std::memory_order_relaxed);
+  if (in_force < 0) [[unlikely]] return log_level_first_use();
+  return in_force;
+}
 }  // namespace detail
 
 /// True when lines of `level` are printed.
 inline bool log_on(LogLevel level) {
-  int in_force = detail::log_level_word().load(std::memory_order_relaxed);
-  if (in_force < 0) [[unlikely]] in_force = detail::log_level_first_use();
-  return static_cast<int>(level) <= in_force;
+  return static_cast<int>(level) <= detail::log_level_in_force();
 }
 
 /// "warn" for LogLevel::Warn, and so on.
