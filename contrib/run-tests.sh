@@ -156,6 +156,8 @@ if [ "$unit_only" = no ]; then
     "$top/test/integration/docs_check.sh" "$top"
   run_check "make install: headers, libraries, modules, pkg-config, and a program built against them" \
     "$top/test/integration/install_check.sh" "$build_dir"
+  run_check "the installed API: an embedder of the installed headers alone, UCP's inside not installed, no API symbol gone (test/integration/abi/)" \
+    "$top/test/integration/abi_check.sh" "$build_dir"
   run_check "man pages: made from --help, rendered, every option on them; --version" \
     "$top/test/integration/man_check.sh" "$build_dir"
   run_check "examples/uct_hello_world over self, tcp and sm" \

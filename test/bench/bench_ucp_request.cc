@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // UCP request cost on the data path: a put_nbx of 8 B over self (protocol
 // lookup, request alloc/free, the UCT call, the callback), a 64 KiB put that
-// goes by the sliced path, a request alone (Worker::submit of an op that
+// goes by the sliced path, a request alone (WorkerImpl::submit of an op that
 // completes at once), and active-message dispatch of a received message.
 #include <benchmark/benchmark.h>
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ucp/api/ucp.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/am_wire.h"
 #include "ucp/proto/request_op.h"
 #include "uct/base/component_loader.h"
@@ -113,7 +114,7 @@ void BM_UcpPutNbx64K(benchmark::State& state) {
 }
 BENCHMARK(BM_UcpPutNbx64K);
 
-// An op that is done at once: what Worker::submit and the request cost alone.
+// An op that is done at once: what WorkerImpl::submit and the request cost alone.
 class DoneOp : public ucp::proto::RequestOp {
  public:
   Status progress() override { return Status::Ok; }
@@ -131,7 +132,8 @@ void BM_UcpRequestSubmit(benchmark::State& state) {
   const ucp::RequestParams params;
   size_t n = 0;
   for (auto _ : state) {
-    std::shared_ptr<ucp::Request> r = loop.worker->submit(std::make_unique<DoneOp>(), params);
+    std::shared_ptr<ucp::Request> r =
+        ucp::impl(*loop.worker).submit(std::make_unique<DoneOp>(), params);
     benchmark::DoNotOptimize(r.get());
     r.reset();
     if (++n % 64 == 0) loop.worker->progress();  // retires them in batches

@@ -9,6 +9,8 @@
 #include <string_view>
 
 #include "ucp/api/ucp.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 
 namespace mc::info {
 

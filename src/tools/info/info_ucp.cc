@@ -11,6 +11,8 @@
 
 #include "info_json.h"
 #include "ucp/api/ucp.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 
 namespace mc::info {
 namespace {
@@ -119,16 +121,16 @@ int report_address(ucp::Worker& worker, const std::vector<uint8_t>& packed,
     return 1;
   }
   const ucp::ContextConfig& cfg = worker.context().config();
-  const wireup::LaneSelectParams params = worker.lane_params(*peer);
+  const wireup::LaneSelectParams params = ucp::impl(worker).lane_params(*peer);
   const std::vector<wireup::AddressEntry>& remote = peer->ifaces;
   auto reachable = [&worker, &remote](size_t li, size_t ri, std::string* reason) {
-    const int k = worker.iface_of(li);
+    const int k = ucp::impl(worker).iface_of(li);
     if (k < 0) return *reason = "no iface", false;
-    return worker.ifaces()[static_cast<size_t>(k)].iface->is_reachable(
+    return ucp::impl(worker).ifaces()[static_cast<size_t>(k)].iface->is_reachable(
         remote[ri].device_addr, remote[ri].iface_addr, reason);
   };
   const wireup::LaneSelection sel =
-      wireup::select_lanes(worker.local_resources(), remote, reachable, params);
+      wireup::select_lanes(ucp::impl(worker).local_resources(), remote, reachable, params);
   if (sel.lanes.empty()) {
     print_report(*peer, sel, nullptr, report);
     std::cerr << "mc_info: no lane reaches the peer\n";
@@ -140,7 +142,7 @@ int report_address(ucp::Worker& worker, const std::vector<uint8_t>& packed,
   pparams.zcopy_thresh = cfg.zcopy_thresh;
   pparams.rndv_thresh = cfg.rndv_thresh;
   const proto::EpProtocols protocols =
-      proto::EpProtocols::build(sel, worker.local_resources(), pparams);
+      proto::EpProtocols::build(sel, ucp::impl(worker).local_resources(), pparams);
   print_report(*peer, sel, &protocols, report);
   return 0;
 }
@@ -162,8 +164,8 @@ void print_paths(const ucp::Context& ctx, const ucp::Endpoint& ep) {
     const std::vector<ucp::LaneRank> ranked = ep.rank_lanes(rails);
     std::cout << "  " << loc << ":";
     for (const ucp::LaneRank& r : ranked) {
-      std::cout << " lane " << r.lane << " " << ep.lanes().candidate_of(r.lane).name << " rank "
-                << r.rank << (r.carries ? " carries" : " stand-by") << ";";
+      std::cout << " lane " << r.lane << " " << ucp::impl(ep).lanes().candidate_of(r.lane).name
+                << " rank " << r.rank << (r.carries ? " carries" : " stand-by") << ";";
     }
     std::cout << "\n";
   }
@@ -186,7 +188,8 @@ int report_loopback(ucp::Context& ctx, ucp::Worker& worker, const EndpointReport
     (void)report_address(worker, (*peer)->address(), report);
     return 1;
   }
-  print_report((*ep)->peer(), (*ep)->lanes(), &(*ep)->protocols(), report);
+  const ucp::EndpointImpl& e = ucp::impl(**ep);
+  print_report(e.peer(), e.lanes(), &e.protocols(), report);
   if (report.lanes && !report.json) print_paths(ctx, **ep);
   return 0;
 }
@@ -234,7 +237,7 @@ int print_ucp_worker(bool json) {
     return 0;
   }
   std::cout << "# worker " << std::hex << (*worker)->uuid() << std::dec << " ifaces:";
-  for (const ucp::WorkerIface& wi : (*worker)->ifaces()) {
+  for (const ucp::WorkerIface& wi : ucp::impl(**worker).ifaces()) {
     std::cout << " " << (*ctx)->resources()[wi.resource].name();
   }
   std::cout << "\n# worker address (hex, for -e / -p):\n"

@@ -260,7 +260,7 @@ Status UcpTest::connect(std::span<const uint8_t> peer_wire) {
   peer_send_rkey_ = std::move(*send_rkey);
   remote_addr_ = cmd_ == UcpCmd::Get ? peer.send_addr : peer.recv_addr;
   rkey_ = cmd_ == UcpCmd::Get ? peer_send_rkey_.get() : peer_recv_rkey_.get();
-  peer_desc_ = "worker on " + ep_->peer().hostname + " via " + ctx_.rte->peer_name();
+  peer_desc_ = "worker on " + ucp::impl(*ep_).peer().hostname + " via " + ctx_.rte->peer_name();
   return Status::Ok;
 }
 
@@ -268,9 +268,10 @@ Status UcpTest::connect(std::span<const uint8_t> peer_wire) {
 // endpoint's own tables (what UCP explains with Endpoint::print).
 void UcpTest::fill_info() {
   RunInfo& info = *ctx_.info;
-  const proto::ProtoRange* range = ep_->protocols().table(proto_op(cmd_), true).lookup(len_);
-  const wireup::LaneSelection& sel = ep_->lanes();
-  const auto& local = worker_->local_resources();
+  const proto::ProtoRange* range =
+      ucp::impl(*ep_).protocols().table(proto_op(cmd_), true).lookup(len_);
+  const wireup::LaneSelection& sel = ucp::impl(*ep_).lanes();
+  const auto& local = ucp::impl(*worker_).local_resources();
   std::set<std::string> tls, devs;
   std::string lanes;
   bool net = false;

@@ -22,6 +22,8 @@
 #include "tools/perf/perf_watchdog.h"
 #include "tools/perf/uct_perf_side.h"
 #include "ucp/api/ucp.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 
 namespace mc::perf {
 

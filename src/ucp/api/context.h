@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "ucp/api/config.h"
-#include "ucp/core/remote_regions.h"
 #include "ucs/config/sources.h"
 #include "ucs/status/status.h"
 #include "ucs/topo/topo.h"
@@ -21,6 +20,8 @@ namespace mc::ucp {
 
 using ucs::Result;
 using ucs::Status;
+
+class RemoteRegions;
 
 /// Optional inputs of Context::create().
 struct ContextParams {
@@ -89,10 +90,10 @@ class Context {
   void print(std::ostream& os) const;
   /// The remote-accessible registrations of non-host memory (GPU memory)
   /// that peers may reach by remote staging. Thread-safe (its own lock).
-  RemoteRegions& remote_regions() const { return remote_regions_; }
+  RemoteRegions& remote_regions() const { return *remote_regions_; }
 
  private:
-  Context() = default;
+  Context();
   void add_md(uct::Component* component, const std::string& md_name);
   std::string filter_reason(const uct::TlResource& tl) const;
   void check_filters(const std::vector<std::string>& transports);
@@ -104,7 +105,7 @@ class Context {
   std::vector<ResourceInfo> resources_;
   std::string filter_problems_;
   std::optional<ucs::Topology> topology_;
-  mutable RemoteRegions remote_regions_;
+  std::unique_ptr<RemoteRegions> remote_regions_;  ///< core/remote_regions.h
 };
 
 }  // namespace mc::ucp

@@ -20,8 +20,8 @@ namespace mc::ucp {
 using ucs::Result;
 using ucs::Status;
 
-class Worker;
-class Endpoint;
+class WorkerImpl;
+class EndpointImpl;
 class MemHandle;
 
 /// Called once when a request completes, with its final status (Ok, or the
@@ -94,8 +94,8 @@ class Request {
  public:
   /// For the worker's allocation (one block with the shared count); `op`
   /// null: a request completed by the call that started it.
-  Request(Key, Worker* worker, Endpoint* ep, uint64_t seq, Callback callback, uint64_t deadline_ns,
-          std::unique_ptr<proto::RequestOp> op);
+  Request(Key, WorkerImpl* worker, EndpointImpl* ep, uint64_t seq, Callback callback,
+          uint64_t deadline_ns, std::unique_ptr<proto::RequestOp> op);
   ~Request();
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
@@ -116,8 +116,8 @@ class Request {
   uint64_t deadline_ns() const { return deadline_ns_; }
 
  private:
-  friend class Worker;
-  friend class Endpoint;
+  friend class WorkerImpl;
+  friend class EndpointImpl;
   friend class RemoteStaging;
 
   /// Moves the operation forward and enforces the deadline (worker progress).
@@ -126,9 +126,9 @@ class Request {
   /// True when the worker may drop the request: completed, nothing in flight.
   bool retired() const;
 
-  Worker* worker_;
-  Endpoint* ep_;  ///< null for worker-level requests or after the endpoint went
-  uint64_t seq_;  ///< order among the endpoint's requests (flush)
+  WorkerImpl* worker_;
+  EndpointImpl* ep_;  ///< null for worker-level requests or after the endpoint went
+  uint64_t seq_;      ///< order among the endpoint's requests (flush)
   Callback callback_;
   uint64_t deadline_ns_;
   std::unique_ptr<proto::RequestOp> op_;            ///< null once completed at its start

@@ -42,7 +42,7 @@ class Rkey {
   }
 
  private:
-  friend class Endpoint;
+  friend class EndpointImpl;
   Rkey() = default;
 
   uint64_t address_ = 0;

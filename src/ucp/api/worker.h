@@ -1,85 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 // Worker: the progress engine. One iface per usable resource of its context,
 // an event loop for the transports' background service, its packed address,
-// active-message handlers, and the requests in flight.
+// active-message handlers, and the requests in flight. What an application
+// sees of it: the worker itself is core/worker.h's WorkerImpl, which this
+// header does not include (nor anything of core/, proto/ or wireup/).
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "ucp/api/context.h"
 #include "ucp/api/request.h"
-#include "ucp/proto/ep_protocols.h"
-#include "ucp/proto/rma_op.h"
-#include "ucp/proto/staging_op.h"
-#include "ucp/wireup/address.h"
-#include "ucp/wireup/lane_select.h"
-#include "ucs/async/event_loop.h"
-#include "uct/api/ep.h"
-#include "uct/api/iface.h"
 
 namespace mc::ucp {
 
-namespace proto {
-class StagingPool;
-struct Staging;
-}  // namespace proto
 class Endpoint;
-class AmReassembly;
-class RndvSendOp;
-struct RndvRecv;
-class RemoteStaging;
-class RemoteStagingOp;
 
 /// Receives an active message: `length` bytes at `data`, valid only during
 /// the call. Runs inside Worker::progress().
 using AmCallback = std::function<void(const void* data, size_t length)>;
 
-/// An iface the worker opened.
-struct WorkerIface {
-  size_t resource = 0;  ///< into Context::resources()
-  std::unique_ptr<uct::Iface> iface;
-  uct::IfaceAttr attr;
-  /// progress() calls since this iface last had events (capped): an iface
-  /// no endpoint has a lane on, quiet for long, is progressed on every 128th
-  /// call only.
-  uint32_t quiet_calls = 0;
-  uint32_t lanes = 0;  ///< lanes of this worker's endpoints on this iface
-};
-
-/// What copies between registered host bounce buffers and memory of one type
-/// (GPU memory) take in a worker: the staging protocol's memory-type
-/// transport and bounce pool (Worker::staging_path()).
-struct StagingPath {
-  size_t resource = 0;                   ///< the memory-type transport, into Context::resources()
-  std::string name;                      ///< "cuda_copy/cuda0"
-  uct::Endpoint* copy_ep = nullptr;      ///< its endpoint to itself, owned by the worker
-  uct::MemoryDomain* copy_md = nullptr;  ///< its memory domain
-  size_t copy_md_index = 0;              ///< into Context::mds()
-  /// Bytes of one fragment: MC_RNDV_FRAG_SIZE's entry for the type, at most
-  /// the transport's largest zero-copy put and get.
-  size_t frag_size = 0;
-  size_t depth = 1;  ///< MC_STAGING_DEPTH: fragments of one operation in flight
-  /// The worker's bounce buffers of frag_size bytes (shared with its staged
-  /// requests; registered with every md that registers host memory).
-  std::shared_ptr<proto::StagingPool> pool;
-
-  /// A StagingOp's parameters for `length` bytes between `buffer` and
-  /// `remote_addr` through this path; `user`: the caller's registration of
-  /// `buffer`, if any. The caller adds the network stage.
-  proto::StagingParams params(proto::Op op, void* buffer, size_t length, uint64_t remote_addr,
-                              const MemHandle* user) const;
-};
-
-/// Optional inputs of Worker::create().
 /// Where a worker's background work runs: its transports' sockets (tcp)
 /// and their timers.
 enum class AsyncMode : uint8_t {
@@ -92,6 +38,7 @@ enum class AsyncMode : uint8_t {
   Progress,
 };
 
+/// Optional inputs of Worker::create().
 struct WorkerParams {
   /// Overrides MC_THREAD_MODE for this worker.
   std::optional<ThreadMode> thread_mode;
@@ -121,41 +68,29 @@ class Worker {
   static Result<std::unique_ptr<Worker>> create(Context& context);
   /// As above, with per-worker settings.
   static Result<std::unique_ptr<Worker>> create(Context& context, const WorkerParams& params);
-  ~Worker();
+  virtual ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  Context& context() const { return *context_; }
+  Context& context() const;
   /// Random identity of this worker, carried in its address.
-  uint64_t uuid() const { return uuid_; }
-  /// The packed address (wireup/address.h) of every open iface.
+  uint64_t uuid() const;
+  /// The packed address of every open iface.
   std::vector<uint8_t> address() const;
-  /// The ifaces, in resource order.
-  const std::vector<WorkerIface>& ifaces() const { return ifaces_; }
-  /// Every resource of the context as lane selection sees it: the enabled
-  /// ones that opened, and the others disabled with their reason.
-  const std::vector<wireup::LocalResource>& local_resources() const { return local_; }
-  /// Index into ifaces() of resource `resource`, or -1.
-  int iface_of(size_t resource) const;
-
   /// Progresses every iface, then every request (posting, deadlines).
   /// Returns the number of events handled.
   unsigned progress();
 
   /// NUMA node the rails of new endpoints are chosen near; -1: no preference.
-  int numa_node() const { return numa_node_; }
-  /// Lane selection's limits for an endpoint to `peer`: the rail knobs, the
-  /// worker's NUMA node, MC_LOOPBACK_RAILS when `peer` shares this network
-  /// namespace.
-  wireup::LaneSelectParams lane_params(const wireup::WorkerAddress& peer) const;
+  int numa_node() const;
   /// The thread mode in force.
-  ThreadMode thread_mode() const { return multi_ ? ThreadMode::Multi : ThreadMode::Single; }
+  ThreadMode thread_mode() const;
   /// Blocking progress: an epoll fd that becomes readable when an iface with
   /// an event fd (kCapEventFd: tcp) has work for progress() after arm(), or
   /// when signal() is called. Ifaces without one (sm, self) never make it
   /// readable: wait() polls them every MC_POLL_INTERVAL instead. Owned by
   /// the worker.
-  int event_fd() const { return epfd_; }
+  int event_fd() const;
   /// Arms every event fd. Busy when there is work now (call progress() and
   /// arm again); Ok when a sleep on event_fd() may begin.
   Status arm();
@@ -169,10 +104,7 @@ class Worker {
   void signal();
   /// The worker mutex in multi mode (an empty lock in single mode): for
   /// several calls that must not interleave with other threads'.
-  std::unique_lock<std::recursive_mutex> lock() const {
-    return multi_ ? std::unique_lock<std::recursive_mutex>(mutex_)
-                  : std::unique_lock<std::recursive_mutex>();
-  }
+  std::unique_lock<std::recursive_mutex> lock() const;
 
   /// Sets the handler of user active-message id `id`; an empty callback
   /// removes it. Messages for an id without a handler are dropped with a
@@ -188,124 +120,19 @@ class Worker {
   /// every iface has flushed.
   Result<std::shared_ptr<Request>> flush(const RequestParams& params = {});
 
-  /// Starts a request around `op` (protocol implementations and tests):
-  /// progresses it once at once, then from progress(). `ep` is the endpoint
-  /// it belongs to (flush ordering, close), or null.
-  std::shared_ptr<Request> submit(std::unique_ptr<proto::RequestOp> op, const RequestParams& params,
-                                  Endpoint* ep = nullptr);
-
-  /// Whether every request of `ep` (every request when null) started
-  /// before `seq` has completed.
-  bool completed_before(const Endpoint* ep, uint64_t seq) const;
-  /// The memory-type transport and bounce pool that stage memory of type
-  /// `mem` through host memory, for callers that move the bounce buffers
-  /// themselves (the Transfer Engine's file segments) with
-  /// proto::StagingOp. The endpoint and the pool are made on first use and
-  /// live as long as the worker; use them under the worker's thread rules.
-  /// Unsupported (not logged: a query) when no enabled transport copies
-  /// between host memory and `mem`; the errors of making the endpoint or
-  /// the pool (logged).
-  Result<StagingPath> staging_path(uct::MemType mem);
   /// The memory type of [buffer, +length) as the context's memory domains
   /// that detect memory types tell it (their range caches); Host when none
   /// claims it.
   uct::MemType detect_mem_type(const void* buffer, size_t length) const;
+  /// The name of every resource of the context ("tcp/lo"), in resource
+  /// order: what LaneInfo::local_resource indexes.
+  std::vector<std::string> resource_names() const;
+  /// The resources (into Context::resources()) whose ifaces opened, in
+  /// resource order.
+  std::vector<size_t> iface_resources() const;
 
- private:
-  friend class Endpoint;
-  friend class RndvSendOp;
-  friend class RemoteStaging;
-  friend class RemoteStagingOp;
-  explicit Worker(Context* context);
-  Status open_ifaces();
-  Status init_wait();  // core/worker_wait.cc
-  void set_uct_am_handlers(uct::Iface& iface);
-  void on_am_single(const void* data, size_t length);
-  void on_am_frag(const void* data, size_t length);
-  void deliver(uint16_t id, const void* data, size_t length);
-  void on_uct_error(uct::Endpoint* ep, Status status);
-  void detach(Endpoint* ep);
-  /// The request of an operation that completed in the call that started
-  /// it (the single-slice fast path): runs its callback with Ok, then
-  /// returns done_, which no one owns but the worker (no allocation, no
-  /// shared count).
-  std::shared_ptr<Request> completed_request(const RequestParams& params) {
-    // Nothing of the operation is left to progress, flush or cancel, so one
-    // completed request serves them all; it never joins active_. An empty
-    // owner (the aliasing constructor): copies and destruction of the
-    // handle touch no shared count, and done_ lives as long as the worker,
-    // which the caller's use of a request may not outlive anyway.
-    if (params.callback) params.callback(Status::Ok);
-    return std::shared_ptr<Request>(std::shared_ptr<Request>(), done_.get());
-  }
-  std::shared_ptr<const proto::EpProtocols> protocols_for(const wireup::LaneSelection& sel);
-  /// The path of a staging plan (EpProtocols' or plan_staging()'s): its
-  /// endpoint and pool made on first use.
-  Result<StagingPath> staging_path(const proto::Staging& st);
-  /// The endpoint of the memory-type transport on resource `resource` to
-  /// itself (staging copies), made on first use.
-  Result<uct::Endpoint*> memtype_ep(size_t resource);
-  /// The bounce buffers of staged requests of `frag_size` bytes, `count` of
-  /// them, allocated and registered on first use (worker_staging.cc).
-  Result<std::shared_ptr<proto::StagingPool>> staging_pool(size_t frag_size, size_t count);
-  // Rendezvous (core/worker_rndv.cc).
-  void on_am_rts(const void* data, size_t length);
-  void on_am_ats(const void* data, size_t length);
-  Result<Endpoint*> reply_ep(uint64_t uuid, std::span<const uint8_t> address);
-  void send_ats(Endpoint* ep, uint64_t rndv_id, Status status);
-  void start_rndv_recvs();
-  void start_rndv_recv(std::span<const uint8_t> bytes);
-  void finish_rndv_recv(RndvRecv* r, Status status);
-  void reap_rndv_recvs();
-  void close_rndv();
-
-  Context* context_;
-  uint64_t uuid_;
-  std::unique_ptr<ucs::EventLoop> async_;  ///< declared first: destroyed last
-  std::vector<WorkerIface> ifaces_;
-  std::vector<wireup::LocalResource> local_;
-  std::unordered_map<uint16_t, AmCallback> am_handlers_;
-  std::unique_ptr<AmReassembly> reassembly_;
-  std::vector<std::shared_ptr<Request>> active_;
-  /// Completed with Ok and immutable: every operation that completes in the
-  /// call that started it returns this one (completed_request()).
-  std::unique_ptr<Request> done_;
-  /// The completion the next put or get posted by a range's immediate entry
-  /// hands its transport (Endpoint::rma_now); null after one went
-  /// InProgress with it.
-  std::unique_ptr<proto::PostedSliceOp::Slot> slot_spare_;
-  std::vector<Endpoint*> eps_;
-  std::vector<Endpoint*> reconnecting_;  ///< endpoints with a failed lane to connect again
-  std::map<const uct::Endpoint*, std::pair<Endpoint*, size_t>> uct_eps_;          ///< -> (ep, lane)
-  std::map<std::string, std::shared_ptr<const proto::EpProtocols>> proto_cache_;  ///< by lanes
-  // Staging: memory-type endpoints by resource (destroyed before ifaces_),
-  // bounce-buffer pools by fragment size (shared with the ops using them).
-  std::map<size_t, std::unique_ptr<uct::Endpoint>> memtype_eps_;
-  std::map<size_t, std::shared_ptr<proto::StagingPool>> staging_pools_;
-  uint64_t progress_calls_ = 0;
-  uint64_t next_sweep_ns_ = 0;  ///< progress() sweeps quiet ifaces from then on
-  uint64_t next_seq_ = 1;
-  uint64_t next_message_id_ = 1;
-  // Rendezvous: the sender's ops awaiting an acknowledgement, by id; the
-  // receiver's requests to send not yet started, receptions, and endpoints
-  // back to the senders (by worker uuid).
-  std::map<uint64_t, RndvSendOp*> rndv_sends_;
-  uint64_t next_rndv_id_ = 1;
-  std::vector<std::vector<uint8_t>> pending_rts_;
-  std::vector<std::unique_ptr<RndvRecv>> rndv_recvs_;
-  std::map<uint64_t, std::unique_ptr<Endpoint>> reply_eps_;
-  bool closing_ = false;
-  /// Remote staging, both sides (core/worker_remote_staging.cc); destroyed
-  /// before the reply endpoints its served requests use.
-  std::unique_ptr<RemoteStaging> remote_staging_;
-  // Threads and blocking progress.
-  mutable std::recursive_mutex mutex_;  ///< multi mode: taken by every public method
-  bool multi_ = false;
-  int numa_node_ = -1;
-  int epfd_ = -1;                ///< event_fd()
-  int wakefd_ = -1;              ///< eventfd of signal(), in epfd_
-  std::vector<size_t> armable_;  ///< ifaces_ indices with an event fd
-  bool polled_ = false;          ///< some iface has no event fd
+ protected:
+  Worker() = default;  ///< only WorkerImpl derives
 };
 
 }  // namespace mc::ucp

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "ucp/core/remote_regions.h"
 #include "ucs/log/log.h"
 #include "uct/base/component_loader.h"
 
@@ -77,6 +78,8 @@ Result<std::unique_ptr<Context>> Context::create(const ContextParams& params) {
   }
   return ctx;
 }
+
+Context::Context() : remote_regions_(std::make_unique<RemoteRegions>()) {}
 
 Context::~Context() = default;
 

@@ -1,24 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 // Endpoint: lanes, rkeys, close and destruction.
-#include "ucp/api/endpoint.h"
+#include "ucp/core/endpoint.h"
 
 #include <algorithm>
 #include <sstream>
 
-#include "ucp/api/worker.h"
 #include "ucp/core/rkey_container.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/request_op.h"
 #include "ucs/log/log.h"
 
 namespace mc::ucp {
 
-Endpoint::Endpoint(Worker* worker, wireup::WorkerAddress peer, wireup::LaneSelection selection)
+EndpointImpl::EndpointImpl(WorkerImpl* worker, wireup::WorkerAddress peer,
+                           wireup::LaneSelection selection)
     : worker_(worker),
       peer_(std::move(peer)),
       selection_(std::move(selection)),
       done_(worker->done_.get()) {}
 
-Status Endpoint::connect() {
+Status EndpointImpl::connect() {
   const Context& ctx = worker_->context();
   reconnect_.resize(selection_.lanes.size());
   Status first_error = Status::Ok;
@@ -62,7 +63,7 @@ Status Endpoint::connect() {
   return Status::Ok;
 }
 
-bool Endpoint::missing_lanes(std::string* what) const {
+bool EndpointImpl::missing_lanes(std::string* what) const {
   auto none_up = [this](const std::vector<size_t>& lanes) {
     return std::none_of(lanes.begin(), lanes.end(),
                         [this](size_t l) { return !is_error(runtime_[l].status); });
@@ -87,7 +88,7 @@ bool Endpoint::missing_lanes(std::string* what) const {
   return true;
 }
 
-std::vector<size_t> Endpoint::am_standby_lanes() const {
+std::vector<size_t> EndpointImpl::am_standby_lanes() const {
   std::vector<size_t> out;
   const std::vector<size_t>& rails = selection_.am_bw_lanes;
   for (size_t l = 0; l < selection_.lanes.size(); ++l) {
@@ -98,7 +99,7 @@ std::vector<size_t> Endpoint::am_standby_lanes() const {
   return out;
 }
 
-size_t Endpoint::am_lane_now(size_t preferred) const {
+size_t EndpointImpl::am_lane_now(size_t preferred) const {
   if (preferred < runtime_.size() && !is_error(runtime_[preferred].status)) return preferred;
   std::vector<size_t> lanes = selection_.am_bw_lanes;
   const std::vector<size_t> standby = am_standby_lanes();
@@ -109,7 +110,7 @@ size_t Endpoint::am_lane_now(size_t preferred) const {
   return preferred;
 }
 
-Endpoint::~Endpoint() {
+EndpointImpl::~EndpointImpl() {
   std::unique_lock guard = worker_->lock();
   if (counted_) {
     for (const wireup::Lane& l : selection_.lanes) {
@@ -128,21 +129,21 @@ Endpoint::~Endpoint() {
   worker_->detach(this);
 }
 
-void Endpoint::cancel_requests() {
+void EndpointImpl::cancel_requests() {
   for (size_t i = 0; i < worker_->active_.size(); ++i) {
     std::shared_ptr<Request> r = worker_->active_[i];
     if (r->ep_ == this) r->cancel();
   }
 }
 
-void Endpoint::on_lane_error(size_t lane, Status status) {
+void EndpointImpl::on_lane_error(size_t lane, Status status) {
   if (lane >= runtime_.size() || is_error(runtime_[lane].status)) return;
   lane_failed(lane, status, std::string("failed: ") + ucs::status_string(status));
 }
 
 Rkey::~Rkey() = default;
 
-Result<std::unique_ptr<Rkey>> Endpoint::rkey_unpack(std::span<const uint8_t> packed) const {
+Result<std::unique_ptr<Rkey>> EndpointImpl::rkey_unpack(std::span<const uint8_t> packed) const {
   std::unique_lock guard = worker_->lock();
   std::string why;
   Result<RkeyContainer> c = rkey_container_unpack(packed, &why);
@@ -178,13 +179,71 @@ Result<std::unique_ptr<Rkey>> Endpoint::rkey_unpack(std::span<const uint8_t> pac
   return rkey;
 }
 
-void Endpoint::print(std::ostream& os) const {
+void EndpointImpl::print(std::ostream& os) const {
   os << "endpoint to worker " << std::hex << peer_.uuid << std::dec << " on " << peer_.hostname
      << "\n lanes:\n";
   selection_.print(os);
   print_lane_state(os);
   os << " protocols";
   protocols_->print(os);
+}
+
+std::vector<LaneInfo> EndpointImpl::lane_info() const {
+  std::vector<LaneInfo> out;
+  const std::vector<wireup::LocalResource>& local = worker_->local_resources();
+  for (size_t i = 0; i < selection_.lanes.size() && i < runtime_.size(); ++i) {
+    const wireup::Lane& lane = selection_.lanes[i];
+    const wireup::AddressEntry& remote = peer_.ifaces[lane.remote];
+    out.push_back({i, lane.local, local[lane.local].name(), remote.tl_name + "/" + remote.dev_name,
+                   !is_error(runtime_[i].status), runtime_[i].rma_bytes,
+                   runtime_[i].rma_done_bytes});
+  }
+  return out;
+}
+
+// Endpoint: the application's view, each method EndpointImpl's.
+
+Endpoint::~Endpoint() = default;
+
+Result<std::shared_ptr<Request>> Endpoint::put_nbx(const void* buffer, size_t length,
+                                                   uint64_t remote_addr, const Rkey& rkey,
+                                                   const RequestParams& params) {
+  return impl(*this).put_nbx(buffer, length, remote_addr, rkey, params);
+}
+
+Result<std::shared_ptr<Request>> Endpoint::get_nbx(void* buffer, size_t length,
+                                                   uint64_t remote_addr, const Rkey& rkey,
+                                                   const RequestParams& params) {
+  return impl(*this).get_nbx(buffer, length, remote_addr, rkey, params);
+}
+
+Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* buffer,
+                                                       size_t length, const RequestParams& params) {
+  return impl(*this).am_send_nbx(id, buffer, length, params);
+}
+
+Result<std::shared_ptr<Request>> Endpoint::flush(const RequestParams& params) {
+  return impl(*this).flush(params);
+}
+
+Result<std::shared_ptr<Request>> Endpoint::close(CloseMode mode, const RequestParams& params) {
+  return impl(*this).close(mode, params);
+}
+
+Result<std::unique_ptr<Rkey>> Endpoint::rkey_unpack(std::span<const uint8_t> packed) const {
+  return impl(*this).rkey_unpack(packed);
+}
+
+void Endpoint::print(std::ostream& os) const {
+  impl(*this).print(os);
+}
+
+std::vector<LaneRank> Endpoint::rank_lanes(const RailPreference& rails) const {
+  return impl(*this).rank_lanes(rails);
+}
+
+std::vector<LaneInfo> Endpoint::lane_info() const {
+  return impl(*this).lane_info();
 }
 
 }  // namespace mc::ucp

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ucp/api/endpoint.h"
-#include "ucp/api/worker.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/am_op.h"
 #include "ucp/proto/flush_op.h"
 #include "ucp/proto/rma_op.h"
@@ -60,7 +60,7 @@ void append_new(std::vector<size_t>* to, const std::vector<size_t>& from) {
 
 }  // namespace
 
-Status Endpoint::no_protocol(proto::Op op, uct::MemType mem) const {
+Status EndpointImpl::no_protocol(proto::Op op, uct::MemType mem) const {
   if (mem != uct::MemType::Host && !protocols_->table(op, false).ranges().empty()) {
     MC_LOG(error) << "ucp: cannot " << proto::op_name(op) << " " << uct::mem_type_name(mem)
                   << " memory to " << peer_.hostname
@@ -75,7 +75,7 @@ Status Endpoint::no_protocol(proto::Op op, uct::MemType mem) const {
   return Status::Unsupported;
 }
 
-unsigned Endpoint::lane_rank(size_t lane, const RailPreference& rails) const {
+unsigned EndpointImpl::lane_rank(size_t lane, const RailPreference& rails) const {
   const wireup::Lane& l = selection_.lanes[lane];
   const wireup::LocalResource& local = worker_->local_resources()[l.local];
   if (local.dev_type != uct::DeviceType::Net) return 0;  // shared memory, self
@@ -86,7 +86,7 @@ unsigned Endpoint::lane_rank(size_t lane, const RailPreference& rails) const {
   return 2 * rank + (device_base(local.dev_name) == device_base(remote) ? 0 : 1);
 }
 
-std::vector<LaneRank> Endpoint::rank_lanes(const RailPreference& rails) const {
+std::vector<LaneRank> EndpointImpl::rank_lanes(const RailPreference& rails) const {
   std::vector<size_t> pool = selection_.rma_lanes;
   append_new(&pool, selection_.rma_bw_lanes);
   std::vector<LaneRank> out;
@@ -100,8 +100,8 @@ std::vector<LaneRank> Endpoint::rank_lanes(const RailPreference& rails) const {
   return out;
 }
 
-Endpoint::LanePlan Endpoint::lanes_for(proto::Op op, const proto::ProtoRange& range,
-                                       const RailPreference* rails) const {
+EndpointImpl::LanePlan EndpointImpl::lanes_for(proto::Op op, const proto::ProtoRange& range,
+                                               const RailPreference* rails) const {
   LanePlan plan;
   plan.lanes = range.lanes;
   const bool multi = range.kind == ProtoKind::MultiZcopy;
@@ -131,9 +131,9 @@ Endpoint::LanePlan Endpoint::lanes_for(proto::Op op, const proto::ProtoRange& ra
   return plan;
 }
 
-Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_t length,
-                                               uint64_t remote_addr, const Rkey& rkey,
-                                               const RequestParams& params) {
+Result<std::shared_ptr<Request>> EndpointImpl::rma(proto::Op op, void* buffer, size_t length,
+                                                   uint64_t remote_addr, const Rkey& rkey,
+                                                   const RequestParams& params) {
   std::unique_lock guard = worker_->lock();
   if (closed_) return Status::Canceled;
   if (length > 0 && (!buffer || !rkey.contains(remote_addr, length))) {
@@ -178,7 +178,7 @@ Result<std::shared_ptr<Request>> Endpoint::rma(proto::Op op, void* buffer, size_
   return rma_submit(op, *range, buffer, length, remote_addr, rkey, params);
 }
 
-__attribute__((noinline)) Result<std::shared_ptr<Request>> Endpoint::rma_submit(
+__attribute__((noinline)) Result<std::shared_ptr<Request>> EndpointImpl::rma_submit(
     proto::Op op, const proto::ProtoRange& range, void* buffer, size_t length, uint64_t remote_addr,
     const Rkey& rkey, const RequestParams& params) {
   proto::RmaParams p =
@@ -186,9 +186,10 @@ __attribute__((noinline)) Result<std::shared_ptr<Request>> Endpoint::rma_submit(
   return worker_->submit(std::make_unique<proto::RmaOp>(&runtime_, std::move(p)), params, this);
 }
 
-proto::RmaParams Endpoint::rma_params(proto::Op op, const proto::ProtoRange& range, void* buffer,
-                                      size_t length, uint64_t remote_addr, const Rkey& rkey,
-                                      const MemHandle* memh, const RailPreference* rails) const {
+proto::RmaParams EndpointImpl::rma_params(proto::Op op, const proto::ProtoRange& range,
+                                          void* buffer, size_t length, uint64_t remote_addr,
+                                          const Rkey& rkey, const MemHandle* memh,
+                                          const RailPreference* rails) const {
   const ContextConfig& cfg = worker_->context().config();
   proto::RmaParams p;
   p.op = op;
@@ -220,7 +221,7 @@ proto::RmaParams Endpoint::rma_params(proto::Op op, const proto::ProtoRange& ran
 
 // In line in both callers: put_first_now's constants (a put, no
 // registration, no slot) leave only the short or bcopy call.
-__attribute__((always_inline)) inline Status Endpoint::post_now(
+__attribute__((always_inline)) inline Status EndpointImpl::post_now(
     proto::Op op, proto::ProtoKind kind, const proto::RmaEntry& entry, void* buffer, size_t length,
     uint64_t remote_addr, const Rkey& rkey, const MemHandle* memh,
     proto::PostedSliceOp::Slot* slot) {
@@ -249,10 +250,10 @@ __attribute__((always_inline)) inline Status Endpoint::post_now(
   return s;
 }
 
-std::shared_ptr<Request> Endpoint::rma_now(proto::Op op, const proto::ProtoRange& range,
-                                           const proto::RmaEntry& entry, void* buffer,
-                                           size_t length, uint64_t remote_addr, const Rkey& rkey,
-                                           const RequestParams& params) {
+std::shared_ptr<Request> EndpointImpl::rma_now(proto::Op op, const proto::ProtoRange& range,
+                                               const proto::RmaEntry& entry, void* buffer,
+                                               size_t length, uint64_t remote_addr,
+                                               const Rkey& rkey, const RequestParams& params) {
   std::unique_ptr<proto::PostedSliceOp::Slot>& slot = worker_->slot_spare_;
   if (!slot) slot = proto::PostedSliceOp::make_slot();
   const Status s =
@@ -270,7 +271,7 @@ std::shared_ptr<Request> Endpoint::rma_now(proto::Op op, const proto::ProtoRange
                          this);
 }
 
-void Endpoint::build_entries() {
+void EndpointImpl::build_entries() {
   for (proto::Op op : {proto::Op::Put, proto::Op::Get}) {
     for (size_t m = 0; m < proto::kProtoMemTypes; ++m) {
       for (bool registered : {false, true}) {
@@ -301,8 +302,8 @@ void Endpoint::build_entries() {
 
 // rma()'s checks for what first_put_ covers, without the table lookup,
 // then its immediate entry.
-bool Endpoint::put_first_now(const void* buffer, size_t length, uint64_t remote_addr,
-                             const Rkey& rkey, const RequestParams& params) {
+bool EndpointImpl::put_first_now(const void* buffer, size_t length, uint64_t remote_addr,
+                                 const Rkey& rkey, const RequestParams& params) {
   if (params.mem_type != uct::MemType::Host || (params.rails && !params.rails->empty())) {
     return false;
   }
@@ -320,14 +321,15 @@ bool Endpoint::put_first_now(const void* buffer, size_t length, uint64_t remote_
   return true;
 }
 
-Result<std::shared_ptr<Request>> Endpoint::get_nbx(void* buffer, size_t length,
-                                                   uint64_t remote_addr, const Rkey& rkey,
-                                                   const RequestParams& params) {
+Result<std::shared_ptr<Request>> EndpointImpl::get_nbx(void* buffer, size_t length,
+                                                       uint64_t remote_addr, const Rkey& rkey,
+                                                       const RequestParams& params) {
   return rma(proto::Op::Get, buffer, length, remote_addr, rkey, params);
 }
 
-Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* buffer,
-                                                       size_t length, const RequestParams& params) {
+Result<std::shared_ptr<Request>> EndpointImpl::am_send_nbx(uint16_t id, const void* buffer,
+                                                           size_t length,
+                                                           const RequestParams& params) {
   std::unique_lock guard = worker_->lock();
   if (closed_) return Status::Canceled;
   const bool registered = params.memh && params.memh->contains(buffer, length);
@@ -400,9 +402,9 @@ Result<std::shared_ptr<Request>> Endpoint::am_send_nbx(uint16_t id, const void* 
 // Only while no earlier message of the endpoint waits for room (am_order_),
 // so that it cannot pass one; anything else (NoResource, an error, a lane
 // down) is left to the general path, nothing having been sent.
-std::shared_ptr<Request> Endpoint::am_now(uint16_t id, const proto::ProtoRange& range,
-                                          const void* buffer, size_t length,
-                                          const RequestParams& params) {
+std::shared_ptr<Request> EndpointImpl::am_now(uint16_t id, const proto::ProtoRange& range,
+                                              const void* buffer, size_t length,
+                                              const RequestParams& params) {
   if (range.kind != ProtoKind::Short || range.lanes.empty() || !am_order_.empty()) {
     return nullptr;
   }
@@ -417,7 +419,7 @@ std::shared_ptr<Request> Endpoint::am_now(uint16_t id, const proto::ProtoRange& 
   return worker_->completed_request(params);
 }
 
-Result<std::shared_ptr<Request>> Endpoint::flush(const RequestParams& params) {
+Result<std::shared_ptr<Request>> EndpointImpl::flush(const RequestParams& params) {
   std::unique_lock guard = worker_->lock();
   std::vector<proto::FlushTarget> targets;
   for (size_t lane = 0; lane < runtime_.size(); ++lane) {
@@ -428,7 +430,7 @@ Result<std::shared_ptr<Request>> Endpoint::flush(const RequestParams& params) {
     });
   }
   const uint64_t seq = worker_->next_seq_;
-  Worker* w = worker_;
+  WorkerImpl* w = worker_;
   const uint64_t losses_before = loss_taken_;
   loss_taken_ = loss_epoch_;
   auto op = std::make_unique<proto::FlushOp>(
@@ -440,7 +442,7 @@ Result<std::shared_ptr<Request>> Endpoint::flush(const RequestParams& params) {
   return worker_->submit(std::move(op), params, this);
 }
 
-Result<std::shared_ptr<Request>> Endpoint::close(CloseMode mode, const RequestParams& params) {
+Result<std::shared_ptr<Request>> EndpointImpl::close(CloseMode mode, const RequestParams& params) {
   std::unique_lock guard = worker_->lock();
   if (closed_) return Status::Canceled;
   if (mode == CloseMode::Force) {

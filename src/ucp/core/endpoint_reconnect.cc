@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "ucp/api/endpoint.h"
-#include "ucp/api/worker.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
 
@@ -23,14 +23,14 @@ constexpr uint64_t kMaxBackoff = 8;
 
 }  // namespace
 
-Result<std::unique_ptr<uct::Endpoint>> Endpoint::lane_connect(size_t lane) const {
+Result<std::unique_ptr<uct::Endpoint>> EndpointImpl::lane_connect(size_t lane) const {
   const wireup::Lane& l = selection_.lanes[lane];
   const wireup::AddressEntry& remote = peer_.ifaces[l.remote];
   const WorkerIface& wi = worker_->ifaces_[static_cast<size_t>(worker_->iface_of(l.local))];
   return wi.iface->ep_create(remote.device_addr, remote.iface_addr);
 }
 
-void Endpoint::lane_failed(size_t lane, Status status, const std::string& why) {
+void EndpointImpl::lane_failed(size_t lane, Status status, const std::string& why) {
   runtime_[lane].status = status;
   if (runtime_[lane].local_completions) {
     // What completed locally there may never arrive: flushes must say so
@@ -51,11 +51,11 @@ void Endpoint::lane_failed(size_t lane, Status status, const std::string& why) {
   if (!interval) return;
   rc.delay_ns = interval;
   rc.next_ns = ucs::monotonic_ns() + interval;
-  std::vector<Endpoint*>& watched = worker_->reconnecting_;
+  std::vector<EndpointImpl*>& watched = worker_->reconnecting_;
   if (std::find(watched.begin(), watched.end(), this) == watched.end()) watched.push_back(this);
 }
 
-unsigned Endpoint::progress_reconnect(uint64_t now) {
+unsigned EndpointImpl::progress_reconnect(uint64_t now) {
   const uint64_t interval = interval_ns(worker_->context());
   if (closed_) {  // only fit to be destroyed: nothing to connect for
     std::erase(worker_->reconnecting_, this);
@@ -104,7 +104,7 @@ unsigned Endpoint::progress_reconnect(uint64_t now) {
   return events;
 }
 
-void Endpoint::print_lane_state(std::ostream& os) const {
+void EndpointImpl::print_lane_state(std::ostream& os) const {
   const uint64_t now = ucs::monotonic_ns();
   for (size_t lane = 0; lane < runtime_.size(); ++lane) {
     if (!is_error(runtime_[lane].status)) continue;

@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// Rendezvous, the sender's side: Endpoint::rndv_send registers the buffer
+// Rendezvous, the sender's side: EndpointImpl::rndv_send registers the buffer
 // (unless the caller's registration covers it) and sends a request to send
 // carrying its rkey over the AM lane (proto/rndv.h); the request completes
 // with the receiver's acknowledgement (core/worker_rndv.cc).
-#include "ucp/api/endpoint.h"
-#include "ucp/api/worker.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/am_wire.h"
 #include "ucp/proto/rndv.h"
 #include "ucs/log/log.h"
 
 namespace mc::ucp {
 
-Result<std::shared_ptr<Request>> Endpoint::rndv_send(uint16_t id, const void* buffer, size_t length,
-                                                     const RequestParams& params, size_t am_lane) {
+Result<std::shared_ptr<Request>> EndpointImpl::rndv_send(uint16_t id, const void* buffer,
+                                                         size_t length, const RequestParams& params,
+                                                         size_t am_lane) {
   std::unique_ptr<MemHandle> own;
   const MemHandle* memh = params.memh;
   if (!memh || !memh->contains(buffer, length)) {

@@ -5,8 +5,8 @@
 // and a peer's memory no lane's key reaches is staged by the peer
 // (rma_remote_staged, over the worker's RemoteStaging,
 // core/worker_remote_staging.cc).
-#include "ucp/api/endpoint.h"
-#include "ucp/api/worker.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/remote_staging.h"
 #include "ucp/proto/rma_op.h"
 #include "ucp/proto/staging_op.h"
@@ -15,10 +15,11 @@
 
 namespace mc::ucp {
 
-Result<std::shared_ptr<Request>> Endpoint::rma_staged(proto::Op op, const proto::Staging& staging,
-                                                      void* buffer, size_t length,
-                                                      uint64_t remote_addr, const Rkey& rkey,
-                                                      const RequestParams& params) {
+Result<std::shared_ptr<Request>> EndpointImpl::rma_staged(proto::Op op,
+                                                          const proto::Staging& staging,
+                                                          void* buffer, size_t length,
+                                                          uint64_t remote_addr, const Rkey& rkey,
+                                                          const RequestParams& params) {
   MC_ASSIGN_OR_RETURN(StagingPath path, worker_->staging_path(staging));
   proto::StagingParams p = path.params(op, buffer, length, remote_addr, params.memh);
   // The rails are read now, as the caller's copy may go.
@@ -29,9 +30,9 @@ Result<std::shared_ptr<Request>> Endpoint::rma_staged(proto::Op op, const proto:
   return worker_->submit(std::make_unique<proto::StagingOp>(std::move(p)), params, this);
 }
 
-proto::StagingNetwork Endpoint::staging_network(proto::Op op, const Rkey& rkey,
-                                                const MemHandle* bounce_memh,
-                                                std::shared_ptr<RailPreference> rails) {
+proto::StagingNetwork EndpointImpl::staging_network(proto::Op op, const Rkey& rkey,
+                                                    const MemHandle* bounce_memh,
+                                                    std::shared_ptr<RailPreference> rails) {
   // Each fragment goes by the registered host table (the pool is
   // registered).
   return
@@ -45,10 +46,10 @@ proto::StagingNetwork Endpoint::staging_network(proto::Op op, const Rkey& rkey,
       };
 }
 
-Result<std::shared_ptr<Request>> Endpoint::rma_remote_staged(proto::Op op, uct::MemType mem,
-                                                             void* buffer, size_t length,
-                                                             uint64_t remote_addr,
-                                                             const RequestParams& params) {
+Result<std::shared_ptr<Request>> EndpointImpl::rma_remote_staged(proto::Op op, uct::MemType mem,
+                                                                 void* buffer, size_t length,
+                                                                 uint64_t remote_addr,
+                                                                 const RequestParams& params) {
   RemoteStaging& rs = *worker_->remote_staging_;
   if (!protocols_->remote_staging()) {
     MC_LOG(error) << "ucp: cannot " << proto::op_name(op) << " " << length << " bytes of "

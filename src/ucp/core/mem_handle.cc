@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "ucp/api/context.h"
+#include "ucp/core/remote_regions.h"
 #include "ucp/core/rkey_container.h"
 #include "ucs/log/log.h"
 

@@ -2,13 +2,13 @@
 // Request: completion, deadline and the user-facing calls.
 #include "ucp/api/request.h"
 
-#include "ucp/api/worker.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/request_op.h"
 #include "ucs/sys/sys.h"
 
 namespace mc::ucp {
 
-Request::Request(Key, Worker* worker, Endpoint* ep, uint64_t seq, Callback callback,
+Request::Request(Key, WorkerImpl* worker, EndpointImpl* ep, uint64_t seq, Callback callback,
                  uint64_t deadline_ns, std::unique_ptr<proto::RequestOp> op)
     : worker_(worker),
       ep_(ep),

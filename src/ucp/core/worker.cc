@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Worker: ifaces, address, progress and requests.
-#include "ucp/api/worker.h"
+#include "ucp/core/worker.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -8,14 +8,14 @@
 #include <algorithm>
 #include <random>
 
-#include "ucp/api/endpoint.h"
 #include "ucp/core/am_reassembly.h"
-#include "ucp/proto/remote_staging.h"
+#include "ucp/core/endpoint.h"
 #include "ucp/core/request_alloc.h"
-#include "ucp/proto/rndv.h"
 #include "ucp/proto/am_wire.h"
 #include "ucp/proto/flush_op.h"
+#include "ucp/proto/remote_staging.h"
 #include "ucp/proto/request_op.h"
+#include "ucp/proto/rndv.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
 
@@ -31,7 +31,7 @@ uint64_t random_uuid() {
 
 }  // namespace
 
-Worker::Worker(Context* context)
+WorkerImpl::WorkerImpl(Context* context)
     : context_(context),
       uuid_(random_uuid()),
       reassembly_(std::make_unique<AmReassembly>()),
@@ -41,12 +41,9 @@ Worker::Worker(Context* context)
   done_->status_.store(Status::Ok, std::memory_order_relaxed);
 }
 
-Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
-  return create(context, WorkerParams{});
-}
-
-Result<std::unique_ptr<Worker>> Worker::create(Context& context, const WorkerParams& params) {
-  std::unique_ptr<Worker> w(new Worker(&context));
+Result<std::unique_ptr<WorkerImpl>> WorkerImpl::create(Context& context,
+                                                       const WorkerParams& params) {
+  std::unique_ptr<WorkerImpl> w(new WorkerImpl(&context));
   w->multi_ = params.thread_mode.value_or(context.config().thread_mode) == ThreadMode::Multi;
   if (params.numa_node) {
     w->numa_node_ = *params.numa_node;
@@ -60,7 +57,7 @@ Result<std::unique_ptr<Worker>> Worker::create(Context& context, const WorkerPar
   return w;
 }
 
-Worker::~Worker() {
+WorkerImpl::~WorkerImpl() {
   close_rndv();
   remote_staging_->close();
   if (eps_.size() > reply_eps_.size()) {
@@ -82,7 +79,7 @@ Worker::~Worker() {
   if (wakefd_ >= 0) close(wakefd_);
 }
 
-Status Worker::open_ifaces() {
+Status WorkerImpl::open_ifaces() {
   const std::vector<ResourceInfo>& resources = context_->resources();
   for (size_t i = 0; i < resources.size(); ++i) {
     const ResourceInfo& r = resources[i];
@@ -126,14 +123,26 @@ Status Worker::open_ifaces() {
   return Status::Ok;
 }
 
-int Worker::iface_of(size_t resource) const {
+int WorkerImpl::iface_of(size_t resource) const {
   for (size_t k = 0; k < ifaces_.size(); ++k) {
     if (ifaces_[k].resource == resource) return static_cast<int>(k);
   }
   return -1;
 }
 
-std::vector<uint8_t> Worker::address() const {
+std::vector<std::string> WorkerImpl::resource_names() const {
+  std::vector<std::string> out;
+  for (const wireup::LocalResource& r : local_) out.push_back(r.name());
+  return out;
+}
+
+std::vector<size_t> WorkerImpl::iface_resources() const {
+  std::vector<size_t> out;
+  for (const WorkerIface& wi : ifaces_) out.push_back(wi.resource);
+  return out;
+}
+
+std::vector<uint8_t> WorkerImpl::address() const {
   std::unique_lock guard = lock();
   wireup::WorkerAddress a;
   a.uuid = uuid_;
@@ -157,7 +166,7 @@ std::vector<uint8_t> Worker::address() const {
   return wireup::address_pack(a);
 }
 
-unsigned Worker::progress() {
+unsigned WorkerImpl::progress() {
   std::unique_lock guard = lock();
   unsigned events = 0;
   // An iface some endpoint has a lane on, or with events in its last
@@ -185,7 +194,8 @@ unsigned Worker::progress() {
   if (!reconnecting_.empty()) {
     // By copy: an endpoint whose lanes are all back leaves the list.
     const uint64_t t = ucs::monotonic_ns();
-    for (Endpoint* ep : std::vector<Endpoint*>(reconnecting_)) events += ep->progress_reconnect(t);
+    for (EndpointImpl* ep : std::vector<EndpointImpl*>(reconnecting_))
+      events += ep->progress_reconnect(t);
   }
   if (!pending_rts_.empty()) {
     events += static_cast<unsigned>(pending_rts_.size());
@@ -210,8 +220,8 @@ unsigned Worker::progress() {
   return events;
 }
 
-std::shared_ptr<Request> Worker::submit(std::unique_ptr<proto::RequestOp> op,
-                                        const RequestParams& params, Endpoint* ep) {
+std::shared_ptr<Request> WorkerImpl::submit(std::unique_ptr<proto::RequestOp> op,
+                                            const RequestParams& params, EndpointImpl* ep) {
   std::unique_lock guard = lock();
   const uint64_t now = ucs::monotonic_ns();
   const ucs::config::Duration timeout =
@@ -235,7 +245,7 @@ std::shared_ptr<Request> Worker::submit(std::unique_ptr<proto::RequestOp> op,
   return r;
 }
 
-bool Worker::completed_before(const Endpoint* ep, uint64_t seq) const {
+bool WorkerImpl::completed_before(const EndpointImpl* ep, uint64_t seq) const {
   // active_ is in submission order, which is sequence order: the requests
   // from `seq` on need no look.
   for (const std::shared_ptr<Request>& r : active_) {
@@ -245,7 +255,7 @@ bool Worker::completed_before(const Endpoint* ep, uint64_t seq) const {
   return true;
 }
 
-Result<std::shared_ptr<Request>> Worker::flush(const RequestParams& params) {
+Result<std::shared_ptr<Request>> WorkerImpl::flush(const RequestParams& params) {
   std::unique_lock guard = lock();
   std::vector<proto::FlushTarget> targets;
   for (WorkerIface& wi : ifaces_) {
@@ -258,7 +268,7 @@ Result<std::shared_ptr<Request>> Worker::flush(const RequestParams& params) {
   return submit(std::move(op), params);
 }
 
-void Worker::set_am_handler(uint16_t id, AmCallback callback) {
+void WorkerImpl::set_am_handler(uint16_t id, AmCallback callback) {
   std::unique_lock guard = lock();
   if (callback) {
     am_handlers_[id] = std::move(callback);
@@ -267,7 +277,7 @@ void Worker::set_am_handler(uint16_t id, AmCallback callback) {
   }
 }
 
-void Worker::set_uct_am_handlers(uct::Iface& iface) {
+void WorkerImpl::set_uct_am_handlers(uct::Iface& iface) {
   (void)iface.set_am_handler(proto::kAmIdSingle, [this](const void* data, size_t length, unsigned) {
     on_am_single(data, length);
     return Status::Ok;
@@ -296,7 +306,7 @@ void Worker::set_uct_am_handlers(uct::Iface& iface) {
                              });
 }
 
-void Worker::on_am_single(const void* data, size_t length) {
+void WorkerImpl::on_am_single(const void* data, size_t length) {
   if (length < proto::kAmSingleHeader) {
     MC_LOG(error) << "ucp: dropped an active message of " << length << " bytes: no header";
     return;
@@ -306,12 +316,12 @@ void Worker::on_am_single(const void* data, size_t length) {
   deliver(id, p + proto::kAmSingleHeader, length - proto::kAmSingleHeader);
 }
 
-void Worker::on_am_frag(const void* data, size_t length) {
+void WorkerImpl::on_am_frag(const void* data, size_t length) {
   (void)reassembly_->on_fragment(
       data, length, [this](uint16_t id, const void* d, size_t n) { deliver(id, d, n); });
 }
 
-void Worker::deliver(uint16_t id, const void* data, size_t length) {
+void WorkerImpl::deliver(uint16_t id, const void* data, size_t length) {
   auto it = am_handlers_.find(id);
   if (it == am_handlers_.end()) {
     MC_LOG(warn) << "ucp: dropped an active message for id " << id << " (" << length
@@ -321,18 +331,88 @@ void Worker::deliver(uint16_t id, const void* data, size_t length) {
   it->second(data, length);
 }
 
-void Worker::on_uct_error(uct::Endpoint* ep, Status status) {
+void WorkerImpl::on_uct_error(uct::Endpoint* ep, Status status) {
   auto it = uct_eps_.find(ep);
   if (it == uct_eps_.end()) return;
   it->second.first->on_lane_error(it->second.second, status);
 }
 
-void Worker::detach(Endpoint* ep) {
+void WorkerImpl::detach(EndpointImpl* ep) {
   eps_.erase(std::remove(eps_.begin(), eps_.end(), ep), eps_.end());
   std::erase(reconnecting_, ep);
   for (auto it = uct_eps_.begin(); it != uct_eps_.end();) {
     it = it->second.first == ep ? uct_eps_.erase(it) : std::next(it);
   }
+}
+
+// Worker: the application's view, each method WorkerImpl's.
+
+Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
+  return create(context, WorkerParams{});
+}
+
+Result<std::unique_ptr<Worker>> Worker::create(Context& context, const WorkerParams& params) {
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<WorkerImpl> w, WorkerImpl::create(context, params));
+  return std::unique_ptr<Worker>(std::move(w));
+}
+
+Worker::~Worker() = default;
+Context& Worker::context() const {
+  return impl(*this).context();
+}
+uint64_t Worker::uuid() const {
+  return impl(*this).uuid();
+}
+std::vector<uint8_t> Worker::address() const {
+  return impl(*this).address();
+}
+unsigned Worker::progress() {
+  return impl(*this).progress();
+}
+int Worker::numa_node() const {
+  return impl(*this).numa_node();
+}
+ThreadMode Worker::thread_mode() const {
+  return impl(*this).thread_mode();
+}
+int Worker::event_fd() const {
+  return impl(*this).event_fd();
+}
+Status Worker::arm() {
+  return impl(*this).arm();
+}
+Status Worker::wait(ucs::config::Duration timeout) {
+  return impl(*this).wait(timeout);
+}
+void Worker::signal() {
+  impl(*this).signal();
+}
+std::unique_lock<std::recursive_mutex> Worker::lock() const {
+  return impl(*this).lock();
+}
+
+void Worker::set_am_handler(uint16_t id, AmCallback callback) {
+  impl(*this).set_am_handler(id, std::move(callback));
+}
+
+Result<std::unique_ptr<Endpoint>> Worker::ep_create(std::span<const uint8_t> address) {
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<EndpointImpl> ep, impl(*this).ep_create(address));
+  return std::unique_ptr<Endpoint>(std::move(ep));
+}
+
+Result<std::shared_ptr<Request>> Worker::flush(const RequestParams& params) {
+  return impl(*this).flush(params);
+}
+
+uct::MemType Worker::detect_mem_type(const void* buffer, size_t length) const {
+  return impl(*this).detect_mem_type(buffer, length);
+}
+
+std::vector<std::string> Worker::resource_names() const {
+  return impl(*this).resource_names();
+}
+std::vector<size_t> Worker::iface_resources() const {
+  return impl(*this).iface_resources();
 }
 
 }  // namespace mc::ucp

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Remote staging in the worker. The initiator
-// (Endpoint::rma_remote_staged, core/endpoint_staging.cc) sends a request naming the target's memory
-// and its own host buffer, and completes with the target's answer; local
-// GPU memory is staged into the initiator's bounce buffers first, each
-// fragment one remote staged op. The target checks the range against its
-// context's remote-accessible registrations, then runs a StagingOp on its
-// side: for a put, a network get from the initiator's buffer into bounce
-// buffers and a memory-type copy into its memory; for a get, the copy out
-// and a network put into the initiator's buffer, flushed; then answers.
-#include "ucp/api/endpoint.h"
-#include "ucp/api/worker.h"
-#include "ucp/proto/remote_staging.h"
+// (EndpointImpl::rma_remote_staged, core/endpoint_staging.cc) sends a request naming the target's
+// memory and its own host buffer, and completes with the target's answer; local GPU memory is
+// staged into the initiator's bounce buffers first, each fragment one remote staged op. The target
+// checks the range against its context's remote-accessible registrations, then runs a StagingOp on
+// its side: for a put, a network get from the initiator's buffer into bounce buffers and a
+// memory-type copy into its memory; for a get, the copy out and a network put into the initiator's
+// buffer, flushed; then answers.
+#include "ucp/core/endpoint.h"
+#include "ucp/core/remote_regions.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/am_wire.h"
+#include "ucp/proto/remote_staging.h"
 #include "ucp/proto/staging_op.h"
 #include "ucp/proto/staging_pool.h"
 #include "ucs/log/log.h"
@@ -22,14 +22,14 @@ namespace mc::ucp {
 /// ops use the rkey) before the rkey.
 struct RemoteStagingServe {
   RemoteStagingRequest req;
-  Endpoint* ep = nullptr;  ///< a reply endpoint of the worker
+  EndpointImpl* ep = nullptr;  ///< a reply endpoint of the worker
   std::unique_ptr<Rkey> rkey;
   std::shared_ptr<Request> staging;
   std::shared_ptr<Request> flush;
   bool done = false;
 };
 
-RemoteStaging::RemoteStaging(Worker* worker) : worker_(worker) {}
+RemoteStaging::RemoteStaging(WorkerImpl* worker) : worker_(worker) {}
 
 RemoteStaging::~RemoteStaging() {
   close();
@@ -40,7 +40,7 @@ void RemoteStaging::close() {
   ops_.clear();
 }
 
-Result<std::unique_ptr<proto::RequestOp>> RemoteStaging::make_op(Endpoint& ep, proto::Op op,
+Result<std::unique_ptr<proto::RequestOp>> RemoteStaging::make_op(EndpointImpl& ep, proto::Op op,
                                                                  void* buffer, size_t length,
                                                                  uint64_t remote_addr,
                                                                  const MemHandle* memh) {
@@ -123,7 +123,7 @@ void RemoteStaging::serve(std::span<const uint8_t> bytes) {
     MC_LOG(error) << "ucp: dropped a remote staging request: " << why;
     return;
   }
-  Result<Endpoint*> ep = worker_->reply_ep(req->sender_uuid, req->address);
+  Result<EndpointImpl*> ep = worker_->reply_ep(req->sender_uuid, req->address);
   if (!ep.ok()) {
     MC_LOG(error) << "ucp: dropped remote staging request " << req->request_id
                   << ": no endpoint back to its initiator: " << ucs::status_string(ep.status());
@@ -202,7 +202,7 @@ void RemoteStaging::finish(RemoteStagingServe* s, Status status) {
 
 void RemoteStaging::reply(RemoteStagingServe* s, Status status) {
   s->done = true;
-  Endpoint* ep = s->ep;
+  EndpointImpl* ep = s->ep;
   if (ep->selection_.am_lane < 0) {
     MC_LOG(error) << "ucp: cannot answer remote staging request " << s->req.request_id
                   << ": no active-message lane";

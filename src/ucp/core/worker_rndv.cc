@@ -1,25 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 // Rendezvous in the worker, the receiver's side (the sender's is
-// Endpoint::rndv_send, core/endpoint_rndv.cc): a request to send is queued by the UCT handler and
-// started from progress() (it may create a reply endpoint, which a UCT
-// handler must not do), its payload is got into a buffer of its own,
-// delivered to the user's handler, and acknowledged to the sender.
+// EndpointImpl::rndv_send, core/endpoint_rndv.cc): a request to send is queued by the UCT handler
+// and started from progress() (it may create a reply endpoint, which a UCT handler must not do),
+// its payload is got into a buffer of its own, delivered to the user's handler, and acknowledged to
+// the sender.
 #include <new>
 
-#include "ucp/api/endpoint.h"
-#include "ucp/api/worker.h"
-#include "ucp/proto/rndv.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/am_wire.h"
+#include "ucp/proto/rndv.h"
 #include "ucs/log/log.h"
 
 namespace mc::ucp {
 
-void Worker::on_am_rts(const void* data, size_t length) {
+void WorkerImpl::on_am_rts(const void* data, size_t length) {
   const auto* p = static_cast<const uint8_t*>(data);
   pending_rts_.emplace_back(p, p + length);
 }
 
-void Worker::on_am_ats(const void* data, size_t length) {
+void WorkerImpl::on_am_ats(const void* data, size_t length) {
   std::string why;
   Result<std::pair<uint64_t, Status>> ats =
       ats_unpack({static_cast<const uint8_t*>(data), length}, &why);
@@ -35,16 +35,16 @@ void Worker::on_am_ats(const void* data, size_t length) {
   it->second->acked(ats->second);
 }
 
-Result<Endpoint*> Worker::reply_ep(uint64_t uuid, std::span<const uint8_t> address) {
+Result<EndpointImpl*> WorkerImpl::reply_ep(uint64_t uuid, std::span<const uint8_t> address) {
   auto it = reply_eps_.find(uuid);
   if (it != reply_eps_.end()) return it->second.get();
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> ep, ep_create(address));
-  Endpoint* raw = ep.get();
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<EndpointImpl> ep, ep_create(address));
+  EndpointImpl* raw = ep.get();
   reply_eps_.emplace(uuid, std::move(ep));
   return raw;
 }
 
-void Worker::send_ats(Endpoint* ep, uint64_t rndv_id, Status status) {
+void WorkerImpl::send_ats(EndpointImpl* ep, uint64_t rndv_id, Status status) {
   if (ep->selection_.am_lane < 0) {
     MC_LOG(error) << "ucp: cannot acknowledge rendezvous " << rndv_id << ": no active-message lane";
     return;
@@ -55,20 +55,20 @@ void Worker::send_ats(Endpoint* ep, uint64_t rndv_id, Status status) {
       RequestParams{}, ep);
 }
 
-void Worker::start_rndv_recvs() {
+void WorkerImpl::start_rndv_recvs() {
   std::vector<std::vector<uint8_t>> pending;
   pending.swap(pending_rts_);
   for (const std::vector<uint8_t>& bytes : pending) start_rndv_recv(bytes);
 }
 
-void Worker::start_rndv_recv(std::span<const uint8_t> bytes) {
+void WorkerImpl::start_rndv_recv(std::span<const uint8_t> bytes) {
   std::string why;
   Result<RndvRts> rts = rts_unpack(bytes, &why);
   if (!rts.ok()) {
     MC_LOG(error) << "ucp: dropped a rendezvous request to send: " << why;
     return;
   }
-  Result<Endpoint*> ep = reply_ep(rts->sender_uuid, rts->address);
+  Result<EndpointImpl*> ep = reply_ep(rts->sender_uuid, rts->address);
   if (!ep.ok()) {
     MC_LOG(error) << "ucp: dropped rendezvous " << rts->rndv_id << " of " << rts->length
                   << " bytes: no endpoint back to its sender: " << ucs::status_string(ep.status());
@@ -99,7 +99,7 @@ void Worker::start_rndv_recv(std::span<const uint8_t> bytes) {
   r->get = std::move(*get);
 }
 
-void Worker::finish_rndv_recv(RndvRecv* r, Status status) {
+void WorkerImpl::finish_rndv_recv(RndvRecv* r, Status status) {
   r->done = true;
   if (closing_) return;
   if (status == Status::Ok) {
@@ -112,13 +112,13 @@ void Worker::finish_rndv_recv(RndvRecv* r, Status status) {
   send_ats(r->ep, r->rts.rndv_id, status);
 }
 
-void Worker::reap_rndv_recvs() {
+void WorkerImpl::reap_rndv_recvs() {
   std::erase_if(rndv_recvs_, [](const std::unique_ptr<RndvRecv>& r) {
     return r->done && (!r->get || r->get->retired());
   });
 }
 
-void Worker::close_rndv() {
+void WorkerImpl::close_rndv() {
   closing_ = true;
   for (auto& [id, op] : rndv_sends_) op->detach_worker();
   rndv_sends_.clear();

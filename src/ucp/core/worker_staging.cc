@@ -3,14 +3,14 @@
 // itself, bounce-buffer pools, and memory-type detection.
 #include <algorithm>
 
-#include "ucp/api/worker.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/ep_protocols.h"
 #include "ucp/proto/staging_pool.h"
 #include "ucs/log/log.h"
 
 namespace mc::ucp {
 
-Result<uct::Endpoint*> Worker::memtype_ep(size_t resource) {
+Result<uct::Endpoint*> WorkerImpl::memtype_ep(size_t resource) {
   auto it = memtype_eps_.find(resource);
   if (it != memtype_eps_.end()) return it->second.get();
   const int k = iface_of(resource);
@@ -27,7 +27,8 @@ Result<uct::Endpoint*> Worker::memtype_ep(size_t resource) {
   return raw;
 }
 
-Result<std::shared_ptr<proto::StagingPool>> Worker::staging_pool(size_t frag_size, size_t count) {
+Result<std::shared_ptr<proto::StagingPool>> WorkerImpl::staging_pool(size_t frag_size,
+                                                                     size_t count) {
   auto it = staging_pools_.find(frag_size);
   if (it != staging_pools_.end()) return it->second;
   MC_ASSIGN_OR_RETURN(std::shared_ptr<proto::StagingPool> pool,
@@ -36,7 +37,7 @@ Result<std::shared_ptr<proto::StagingPool>> Worker::staging_pool(size_t frag_siz
   return pool;
 }
 
-Result<StagingPath> Worker::staging_path(uct::MemType mem) {
+Result<StagingPath> WorkerImpl::staging_path(uct::MemType mem) {
   std::unique_lock guard = lock();
   // The plan of EpProtocols::build, so that the pool is shared with the
   // staged requests.
@@ -63,7 +64,7 @@ proto::StagingParams StagingPath::params(proto::Op op, void* buffer, size_t leng
   return p;
 }
 
-Result<StagingPath> Worker::staging_path(const proto::Staging& st) {
+Result<StagingPath> WorkerImpl::staging_path(const proto::Staging& st) {
   StagingPath p;
   p.resource = st.resource;
   p.name = st.name;
@@ -76,7 +77,7 @@ Result<StagingPath> Worker::staging_path(const proto::Staging& st) {
   return p;
 }
 
-uct::MemType Worker::detect_mem_type(const void* buffer, size_t length) const {
+uct::MemType WorkerImpl::detect_mem_type(const void* buffer, size_t length) const {
   for (const MdEntry& md : context_->mds()) {
     if (md.attr.detect_mem_types == 0) continue;
     const uct::MemType t = md.md->detect_mem_type(buffer, length);

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <chrono>
 
-#include "ucp/api/worker.h"
+#include "ucp/core/worker.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
 
@@ -23,7 +23,7 @@ constexpr ucs::config::Duration kReconnectPoll = std::chrono::milliseconds(50);
 
 }  // namespace
 
-Status Worker::init_wait() {
+Status WorkerImpl::init_wait() {
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) {
     MC_LOG(error) << "ucp: epoll_create1() failed: " << ucs::errno_string(errno);
@@ -54,7 +54,7 @@ Status Worker::init_wait() {
   return Status::Ok;
 }
 
-Status Worker::arm() {
+Status WorkerImpl::arm() {
   std::unique_lock guard = lock();
   if (!pending_rts_.empty()) return Status::Busy;
   for (size_t k : armable_) {
@@ -72,7 +72,7 @@ Status Worker::arm() {
   return Status::Ok;
 }
 
-Status Worker::wait(ucs::config::Duration timeout) {
+Status WorkerImpl::wait(ucs::config::Duration timeout) {
   if (arm() == Status::Busy) return Status::Ok;
   bool bounded = polled_;
   bool reconnecting = false;
@@ -110,7 +110,7 @@ Status Worker::wait(ucs::config::Duration timeout) {
   {
     // Whatever woke this wait (an iface's event fd, the poll interval for
     // the polled ones), the next progress() serves every iface, however
-    // quiet it was (see Worker::progress).
+    // quiet it was (see WorkerImpl::progress).
     std::unique_lock guard = lock();
     for (WorkerIface& wi : ifaces_) wi.quiet_calls = 0;
   }
@@ -118,7 +118,7 @@ Status Worker::wait(ucs::config::Duration timeout) {
   return Status::Timeout;
 }
 
-void Worker::signal() {
+void WorkerImpl::signal() {
   const uint64_t one = 1;
   (void)!write(wakefd_, &one, sizeof(one));
 }

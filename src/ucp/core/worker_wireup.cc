@@ -3,14 +3,14 @@
 // protocol tables per endpoint configuration.
 #include <sstream>
 
-#include "ucp/api/endpoint.h"
-#include "ucp/api/worker.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
 
 namespace mc::ucp {
 
-Result<std::unique_ptr<Endpoint>> Worker::ep_create(std::span<const uint8_t> address) {
+Result<std::unique_ptr<EndpointImpl>> WorkerImpl::ep_create(std::span<const uint8_t> address) {
   std::unique_lock guard = lock();
   std::string why;
   Result<wireup::WorkerAddress> peer = wireup::address_unpack(address, &why);
@@ -36,7 +36,7 @@ Result<std::unique_ptr<Endpoint>> Worker::ep_create(std::span<const uint8_t> add
                   << os.str();
     return Status::Unreachable;
   }
-  std::unique_ptr<Endpoint> ep(new Endpoint(this, std::move(*peer), std::move(sel)));
+  std::unique_ptr<EndpointImpl> ep(new EndpointImpl(this, std::move(*peer), std::move(sel)));
   MC_RETURN_IF_ERROR(ep->connect());
   eps_.push_back(ep.get());
   if (cfg.proto_info) {
@@ -47,7 +47,7 @@ Result<std::unique_ptr<Endpoint>> Worker::ep_create(std::span<const uint8_t> add
   return ep;
 }
 
-wireup::LaneSelectParams Worker::lane_params(const wireup::WorkerAddress& peer) const {
+wireup::LaneSelectParams WorkerImpl::lane_params(const wireup::WorkerAddress& peer) const {
   const ContextConfig& cfg = context_->config();
   wireup::LaneSelectParams params;
   params.max_rma_rails = cfg.max_rma_rails;
@@ -57,7 +57,8 @@ wireup::LaneSelectParams Worker::lane_params(const wireup::WorkerAddress& peer) 
   return params;
 }
 
-std::shared_ptr<const proto::EpProtocols> Worker::protocols_for(const wireup::LaneSelection& sel) {
+std::shared_ptr<const proto::EpProtocols> WorkerImpl::protocols_for(
+    const wireup::LaneSelection& sel) {
   // The tables depend on the lanes' local resources, the pairs' scores and
   // the roles: that is the key.
   std::ostringstream key;

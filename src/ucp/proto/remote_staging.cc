@@ -3,7 +3,7 @@
 // proto/am_wire.h) and the initiator's op.
 #include "ucp/proto/remote_staging.h"
 
-#include "ucp/api/worker.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/am_wire.h"
 #include "ucs/datastruct/wire.h"
 
@@ -120,7 +120,7 @@ Result<std::pair<uint64_t, Status>> remote_staging_done_unpack(std::span<const u
   return std::make_pair(id, static_cast<Status>(value));
 }
 
-RemoteStagingOp::RemoteStagingOp(Worker* worker, uint64_t id, std::unique_ptr<MemHandle> own,
+RemoteStagingOp::RemoteStagingOp(WorkerImpl* worker, uint64_t id, std::unique_ptr<MemHandle> own,
                                  const std::vector<proto::LaneRuntime>* lanes, size_t lane,
                                  std::vector<uint8_t> request)
     : worker_(worker),

@@ -15,18 +15,18 @@
 #include "ucp/api/mem_handle.h"
 #include "ucp/api/request.h"
 #include "ucp/api/rkey.h"
-#include "ucp/proto/rndv.h"
 #include "ucp/proto/lane_runtime.h"
 #include "ucp/proto/proto_select.h"
 #include "ucp/proto/request_op.h"
+#include "ucp/proto/rndv.h"
 
 namespace mc::ucp {
 
 namespace proto {
 class StagingPool;
 }
-class Worker;
-class Endpoint;
+class WorkerImpl;
+class EndpointImpl;
 
 /// Version of the request (its first byte); a decoder refuses any other.
 inline constexpr uint8_t kRemoteStagingVersion = 1;
@@ -63,7 +63,7 @@ Result<std::pair<uint64_t, Status>> remote_staging_done_unpack(std::span<const u
 /// target may still read or write the buffer.
 class RemoteStagingOp : public proto::RequestOp {
  public:
-  RemoteStagingOp(Worker* worker, uint64_t id, std::unique_ptr<MemHandle> own,
+  RemoteStagingOp(WorkerImpl* worker, uint64_t id, std::unique_ptr<MemHandle> own,
                   const std::vector<proto::LaneRuntime>* lanes, size_t lane,
                   std::vector<uint8_t> request);
   ~RemoteStagingOp() override;
@@ -80,7 +80,7 @@ class RemoteStagingOp : public proto::RequestOp {
  private:
   void unregister();
 
-  Worker* worker_;
+  WorkerImpl* worker_;
   uint64_t id_;
   std::unique_ptr<MemHandle> own_;  ///< null when the caller's MemHandle covers the buffer
   const std::vector<proto::LaneRuntime>* lanes_;
@@ -98,14 +98,14 @@ struct RemoteStagingServe;
 /// serves. Under the worker's thread rules.
 class RemoteStaging {
  public:
-  explicit RemoteStaging(Worker* worker);
+  explicit RemoteStaging(WorkerImpl* worker);
   ~RemoteStaging();
 
   /// Initiator: the op of one put or get of [buffer, +length) (host memory,
   /// registered on the fly unless `memh` covers it) to the peer's
   /// `remote_addr`. Unsupported (logged) when the request does not fit the
   /// active-message lane or there is none.
-  Result<std::unique_ptr<proto::RequestOp>> make_op(Endpoint& ep, proto::Op op, void* buffer,
+  Result<std::unique_ptr<proto::RequestOp>> make_op(EndpointImpl& ep, proto::Op op, void* buffer,
                                                     size_t length, uint64_t remote_addr,
                                                     const MemHandle* memh);
   void forget(uint64_t id) { ops_.erase(id); }
@@ -124,7 +124,7 @@ class RemoteStaging {
   void finish(RemoteStagingServe* s, Status status);
   void reply(RemoteStagingServe* s, Status status);
 
-  Worker* worker_;
+  WorkerImpl* worker_;
   std::map<uint64_t, RemoteStagingOp*> ops_;
   uint64_t next_id_ = 1;
   std::vector<std::vector<uint8_t>> pending_;

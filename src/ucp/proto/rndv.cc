@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Rendezvous: codecs, the sender's ops, Endpoint::rndv_send and the
+// Rendezvous: codecs, the sender's ops, EndpointImpl::rndv_send and the
 // receiver's side in the worker (get into place, deliver, acknowledge).
 #include "ucp/proto/rndv.h"
 
 #include <cstring>
 
-#include "ucp/api/endpoint.h"
-#include "ucp/api/worker.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/am_wire.h"
 #include "ucs/datastruct/wire.h"
 #include "ucs/log/log.h"

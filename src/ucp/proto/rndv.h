@@ -18,8 +18,8 @@
 
 namespace mc::ucp {
 
-class Worker;
-class Endpoint;
+class WorkerImpl;
+class EndpointImpl;
 
 /// A request to send, decoded.
 struct RndvRts {
@@ -42,7 +42,7 @@ Result<std::pair<uint64_t, Status>> ats_unpack(std::span<const uint8_t> bytes, s
 /// One rendezvous being received (the worker's).
 struct RndvRecv {
   RndvRts rts;
-  Endpoint* ep = nullptr;  ///< a reply endpoint of the worker
+  EndpointImpl* ep = nullptr;  ///< a reply endpoint of the worker
   std::unique_ptr<Rkey> rkey;
   std::unique_ptr<uint8_t[]> buffer;
   std::shared_ptr<Request> get;
@@ -72,7 +72,7 @@ class CtrlSendOp : public proto::RequestOp {
 /// receiver's acknowledgement. Keeps the buffer registered until then.
 class RndvSendOp : public proto::RequestOp {
  public:
-  RndvSendOp(Worker* worker, uint64_t rndv_id, std::unique_ptr<MemHandle> own,
+  RndvSendOp(WorkerImpl* worker, uint64_t rndv_id, std::unique_ptr<MemHandle> own,
              std::unique_ptr<CtrlSendOp> rts)
       : worker_(worker), rndv_id_(rndv_id), own_(std::move(own)), rts_(std::move(rts)) {}
   ~RndvSendOp() override;
@@ -89,7 +89,7 @@ class RndvSendOp : public proto::RequestOp {
  private:
   void unregister();
 
-  Worker* worker_;
+  WorkerImpl* worker_;
   uint64_t rndv_id_;
   std::unique_ptr<MemHandle> own_;  ///< null when the user's MemHandle covers the buffer
   std::unique_ptr<CtrlSendOp> rts_;

@@ -169,8 +169,8 @@ Status TransferEngine::Impl::start_ucp() {
   const auto timeout = context_->config().transfer_timeout;
   transfer_timeout_ns_ =
       timeout == ucs::config::Duration::max() ? UINT64_MAX : static_cast<uint64_t>(timeout.count());
-  for (const ucp::WorkerIface& wi : worker_->ifaces()) {
-    const ucp::ResourceInfo& r = context_->resources()[wi.resource];
+  for (size_t resource : worker_->iface_resources()) {
+    const ucp::ResourceInfo& r = context_->resources()[resource];
     devices_.push_back({r.tl.tl_name + ":" + r.tl.dev_name});
   }
   endpoints_ =
@@ -230,8 +230,8 @@ int TransferEngine::Impl::set_config(const std::string& name, const std::string&
 std::vector<std::string> TransferEngine::Impl::transports() const {
   std::vector<std::string> out;
   if (!initialized_ || !context_ || !worker_) return out;
-  for (const ucp::WorkerIface& wi : worker_->ifaces()) {
-    const std::string& tl = context_->resources()[wi.resource].tl.tl_name;
+  for (size_t resource : worker_->iface_resources()) {
+    const std::string& tl = context_->resources()[resource].tl.tl_name;
     if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
   }
   std::sort(out.begin(), out.end());

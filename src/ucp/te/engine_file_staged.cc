@@ -13,6 +13,7 @@
 // overlaps the file I/O of the others. The request is the worker's,
 // progressed by the progress thread with the nvmeof iface; it ends the
 // task once nothing of it is in flight (SettledOp).
+#include "ucp/core/worker.h"
 #include "ucp/proto/staging_op.h"
 #include "ucp/te/engine.h"
 #include "ucp/te/file_io_op.h"
@@ -41,7 +42,7 @@ bool TransferEngine::Impl::validate_file_staging_locked(const TransferRequest& r
   if (file_mem_types_ & uct::mem_type_bit(mem)) return true;  // host, or GPU with cuFile
   const std::string what = location.empty() ? std::string("detected as ") + uct::mem_type_name(mem)
                                             : "registered at " + location;
-  Result<ucp::StagingPath> path = worker_->staging_path(mem);
+  Result<ucp::StagingPath> path = ucp::impl(*worker_).staging_path(mem);
   if (path.status() == Status::Unsupported) {
     *why = "the local buffer is GPU memory (" + what +
            "), which file segments move through host bounce buffers with a memory-type "
@@ -64,7 +65,7 @@ void TransferEngine::Impl::post_file_staged_locked(Task* task, RemoteSegment& se
   task->first_error = Status::Ok;
   inflight_++;
   file_inflight_++;
-  Result<ucp::StagingPath> path = worker_->staging_path(task->file_mem);
+  Result<ucp::StagingPath> path = ucp::impl(*worker_).staging_path(task->file_mem);
   if (!path.ok()) {  // not expected: checked at submit
     MC_LOG(error) << "transfer engine: no staging of " << uct::mem_type_name(task->file_mem)
                   << " memory for a file task: " << path.status();
@@ -72,10 +73,9 @@ void TransferEngine::Impl::post_file_staged_locked(Task* task, RemoteSegment& se
     return;
   }
   // The remote address is in the segment's offset space.
-  ucp::proto::StagingParams p =
-      path->params(write ? ucp::proto::Op::Put : ucp::proto::Op::Get, task->req.source,
-                   task->req.length, task->req.target_offset,
-                   task->local ? task->local->memh.get() : nullptr);
+  ucp::proto::StagingParams p = path->params(
+      write ? ucp::proto::Op::Put : ucp::proto::Op::Get, task->req.source, task->req.length,
+      task->req.target_offset, task->local ? task->local->memh.get() : nullptr);
   // The segment and the endpoint outlive the task: a segment with tasks in
   // flight is not closed, nor the nvmeof transport with file tasks.
   p.network = [ep = file_ep_.get(), write, s = &seg, first = task->buffer_index](
@@ -89,7 +89,7 @@ void TransferEngine::Impl::post_file_staged_locked(Task* task, RemoteSegment& se
   rp.timeout = ucs::config::Duration::max();
   rp.callback = [this, task](Status s) { on_file_done_locked(task, s); };
   // The callback may run inside submit (a registration failing at once).
-  (void)worker_->submit(
+  (void)ucp::impl(*worker_).submit(
       std::make_unique<te::SettledOp>(std::make_unique<ucp::proto::StagingOp>(std::move(p))), rp);
 }
 

@@ -25,21 +25,19 @@ constexpr double kLoadWeight = 1.0 / 8;
 }  // namespace
 
 std::vector<uint64_t> TransferEngine::Impl::lane_load_locked(std::vector<uint64_t>* done) const {
-  const size_t n = worker_->local_resources().size();
+  const size_t n = worker_->resource_names().size();
   std::vector<uint64_t> inflight(n, 0);
   if (done) done->assign(n, 0);
   endpoints_->for_each([&](te::EpEntry& e) {
     if (!e.ep) return;
-    const auto& lanes = e.ep->lanes().lanes;
-    const auto& rt = e.ep->lane_runtime();
+    const std::vector<ucp::LaneInfo> lanes = e.ep->lane_info();
     if (done) e.done_sampled.resize(lanes.size(), 0);
-    for (size_t i = 0; i < lanes.size() && i < rt.size(); ++i) {
-      const size_t local = lanes[i].local;
-      if (local >= n) continue;
-      inflight[local] += rt[i].rma_bytes - rt[i].rma_done_bytes;
+    for (const ucp::LaneInfo& l : lanes) {
+      if (l.local_resource >= n) continue;
+      inflight[l.local_resource] += l.rma_bytes - l.rma_done_bytes;
       if (done) {
-        (*done)[local] += rt[i].rma_done_bytes - e.done_sampled[i];
-        e.done_sampled[i] = rt[i].rma_done_bytes;
+        (*done)[l.local_resource] += l.rma_done_bytes - e.done_sampled[l.lane];
+        e.done_sampled[l.lane] = l.rma_done_bytes;
       }
     }
   });
@@ -75,11 +73,11 @@ int TransferEngine::Impl::nic_load(std::vector<NicLoadStat>& out) const {
     return -1;
   }
   const std::vector<uint64_t> inflight = lane_load_locked(nullptr);
-  const auto& resources = worker_->local_resources();
+  const std::vector<std::string> resources = worker_->resource_names();
   out.clear();
   for (size_t d = 0; d < resources.size(); ++d) {
     const double ewma = d < load_ewma_.size() ? load_ewma_[d].first : 0.0;
-    out.push_back({resources[d].name(), inflight[d], ewma});
+    out.push_back({resources[d], inflight[d], ewma});
   }
   return 0;
 }
@@ -125,7 +123,7 @@ int TransferEngine::Impl::warmup(SegmentHandle id) {
     return static_cast<int>(s);
   }
   MC_LOG(debug) << "transfer engine: segment '" << name << "' warmed up ("
-                << e->ep->lanes().lanes.size() << " lanes)";
+                << e->ep->lane_info().size() << " lanes)";
   return 0;
 }
 

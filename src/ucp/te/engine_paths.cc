@@ -112,10 +112,13 @@ void TransferEngine::Impl::log_path_locked(te::EpEntry& entry, const RemoteSegme
           "MC_ENABLE_DEST_DEVICE_AFFINITY and MC_PATH_ROUNDROBIN off); lanes as UCP chose them";
   } else {
     const std::vector<ucp::LaneRank> ranked = entry.ep->rank_lanes(*rails);
+    const std::vector<ucp::LaneInfo> lanes = entry.ep->lane_info();
     for (size_t i = 0; i < ranked.size(); ++i) {
       const ucp::LaneRank& r = ranked[i];
-      os << (i ? ", " : "") << entry.ep->lanes().candidate_of(r.lane).name << " (rank " << r.rank
-         << (r.healthy ? "" : ", failed") << (r.carries ? ", carries" : ", stand-by") << ")";
+      const ucp::LaneInfo& lane = lanes[r.lane];
+      os << (i ? ", " : "") << lane.local_device << " -> " << lane.remote_device << " (rank "
+         << r.rank << (r.healthy ? "" : ", failed") << (r.carries ? ", carries" : ", stand-by")
+         << ")";
     }
     os << " [local preferred " << join(rails->local_preferred) << ", secondary "
        << join(rails->local_secondary) << "; remote preferred " << join(rails->remote_preferred)
@@ -170,17 +173,16 @@ int TransferEngine::Impl::segment_paths(SegmentHandle id, const void* local_addr
   }
   const std::vector<ucp::LaneRank> ranked = e->ep->rank_lanes(
       rail_preference(local_location, remote_location, it->second->desc.priority_matrix));
-  const ucp::Worker& w = *worker_;
+  const std::vector<ucp::LaneInfo> lanes = e->ep->lane_info();
   for (const ucp::LaneRank& r : ranked) {
-    const auto& lane = e->ep->lanes().lanes[r.lane];
+    const ucp::LaneInfo& lane = lanes[r.lane];
     SegmentPathInfo info;
-    info.local_device = w.local_resources()[lane.local].name();
-    const auto& remote = e->ep->peer().ifaces[lane.remote];
-    info.remote_device = remote.tl_name + "/" + remote.dev_name;
+    info.local_device = lane.local_device;
+    info.remote_device = lane.remote_device;
     info.rank = static_cast<int>(r.rank);
     info.healthy = r.healthy;
     info.carries = r.carries;
-    info.bytes = e->ep->lane_runtime()[r.lane].rma_bytes;
+    info.bytes = lane.rma_bytes;
     out.push_back(std::move(info));
   }
   return 0;

@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "ucp/api/ucp.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/request_op.h"
 #include "ucp/ucp_test_util.h"
 #include "uct/base/component_loader.h"
@@ -99,7 +101,7 @@ class UcpE2e : public testing::TestWithParam<std::string> {
   std::vector<size_t> sizes(proto::Op op) const {
     std::vector<size_t> out = {0, 1, 7, 8, 100, 4096, 65536, 65536 * 3 + 1000, size_t{4} << 20};
     for (bool reg : {false, true}) {
-      for (const proto::ProtoRange& r : ep_->protocols().table(op, reg).ranges()) {
+      for (const proto::ProtoRange& r : ucp::impl(*ep_).protocols().table(op, reg).ranges()) {
         if (r.min > (size_t{8} << 20)) continue;
         out.push_back(r.min);
         if (r.min > 0) out.push_back(r.min - 1);
@@ -328,7 +330,7 @@ TEST_P(UcpE2e, SmallPutsTakeTheLaneTheirTableNames) {
   std::vector<uint8_t> src = filled(len, 42);
   std::unique_ptr<MemHandle> smh = std::move(*MemHandle::map(*ctx_, src.data(), src.size()));
   for (bool registered : {false, true}) {
-    const proto::ProtoTable& table = ep_->protocols().table(proto::Op::Put, registered);
+    const proto::ProtoTable& table = ucp::impl(*ep_).protocols().table(proto::Op::Put, registered);
     ASSERT_FALSE(table.ranges().empty());
     const size_t edge = std::min(table.ranges()[0].max, len - 1);
     for (size_t n : {size_t{1}, size_t{8}, edge - 1, edge, edge + 1}) {
@@ -337,13 +339,14 @@ TEST_P(UcpE2e, SmallPutsTakeTheLaneTheirTableNames) {
       const proto::ProtoRange* range = table.lookup(n);
       ASSERT_NE(range, nullptr);
       const size_t lane = range->lanes[0];
-      const uint64_t before = ep_->lane_runtime()[lane].rma_bytes;
+      const uint64_t before = ucp::impl(*ep_).lane_runtime()[lane].rma_bytes;
       std::memset(t.data(), 0, n);
       RequestParams params;
       params.memh = registered ? smh.get() : nullptr;
       ASSERT_EQ(wait(ep_->put_nbx(src.data(), n, t.base(), *t.rkey, params)), Status::Ok);
       ASSERT_EQ(wait(ep_->flush()), Status::Ok);
-      EXPECT_EQ(ep_->lane_runtime()[lane].rma_bytes - before, n) << "not on lane " << lane;
+      EXPECT_EQ(ucp::impl(*ep_).lane_runtime()[lane].rma_bytes - before, n)
+          << "not on lane " << lane;
       ASSERT_TRUE(std::equal(src.begin(), src.begin() + static_cast<ptrdiff_t>(n), t.data()));
     }
   }
@@ -408,8 +411,7 @@ TEST_P(UcpE2e, RefusedPutsRunNoCallback) {
   RequestParams params;
   params.callback = [&calls](Status) { ++calls; };
   std::vector<uint8_t> src(16, 0x5a);
-  EXPECT_EQ(ep_->put_nbx(src.data(), 8, base + 4092, *rkey, params).status(),
-            Status::InvalidParam);
+  EXPECT_EQ(ep_->put_nbx(src.data(), 8, base + 4092, *rkey, params).status(), Status::InvalidParam);
   EXPECT_EQ(ep_->put_nbx(src.data(), 8, base - 8, *rkey, params).status(), Status::InvalidParam);
   EXPECT_EQ(ep_->get_nbx(src.data(), 16, base + 4090, *rkey, params).status(),
             Status::InvalidParam);
@@ -454,7 +456,7 @@ TEST_P(UcpE2e, DeadlineGivesTimeout) {
   params.callback = [&seen](Status s) { seen = s; };
   auto op = std::make_unique<NeverOp>();
   NeverOp* raw = op.get();
-  std::shared_ptr<Request> r = sender().submit(std::move(op), params);
+  std::shared_ptr<Request> r = ucp::impl(sender()).submit(std::move(op), params);
   EXPECT_EQ(r->status(), Status::InProgress);
   EXPECT_EQ(r->wait(), Status::Timeout);
   EXPECT_EQ(seen, Status::Timeout);
@@ -462,7 +464,8 @@ TEST_P(UcpE2e, DeadlineGivesTimeout) {
 }
 
 TEST_P(UcpE2e, CancelAndForceClose) {
-  auto r = sender().submit(std::make_unique<NeverOp>(), RequestParams{}, ep_.get());
+  auto r =
+      ucp::impl(sender()).submit(std::make_unique<NeverOp>(), RequestParams{}, &ucp::impl(*ep_));
   EXPECT_EQ(ep_->close(CloseMode::Force).status(), Status::Ok);
   EXPECT_EQ(r->status(), Status::Canceled);
 }

@@ -19,6 +19,8 @@
 #include "common/log_capture.h"
 #include "common/net_util.h"
 #include "ucp/api/ucp.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucs/log/log.h"
 #include "uct/base/component_loader.h"
 
@@ -59,7 +61,7 @@ TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
   ASSERT_TRUE(sender.ok() && receiver.ok());
   Result<std::unique_ptr<Endpoint>> ep = (*sender)->ep_create((*receiver)->address());
   ASSERT_TRUE(ep.ok());
-  ASSERT_EQ((*ep)->lanes().rma_bw_lanes.size(), 2u) << "two tcp rails expected";
+  ASSERT_EQ(ucp::impl(**ep).lanes().rma_bw_lanes.size(), 2u) << "two tcp rails expected";
 
   const size_t n = size_t{64} << 20;
   std::vector<uint8_t> target(n, 0), src(n);
@@ -69,7 +71,8 @@ TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
   ASSERT_TRUE(tmh.ok() && smh.ok());
   auto rkey = (*ep)->rkey_unpack(*(*tmh)->rkey_pack());
   ASSERT_TRUE(rkey.ok());
-  const proto::ProtoRange* range = (*ep)->protocols().table(proto::Op::Put, true).lookup(n);
+  const proto::ProtoRange* range =
+      ucp::impl(**ep).protocols().table(proto::Op::Put, true).lookup(n);
   ASSERT_NE(range, nullptr);
   ASSERT_EQ(range->kind, proto::ProtoKind::MultiZcopy);
 
@@ -83,7 +86,7 @@ TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
   // one slice in flight posts its second only then), cut the second device.
   // Reading the target to tell would race the receiver's writes.
   const auto posted = [&ep](size_t rail) {
-    return (*ep)->lane_runtime()[(*ep)->lanes().rma_bw_lanes[rail]].rma_bytes;
+    return ucp::impl(**ep).lane_runtime()[ucp::impl(**ep).lanes().rma_bw_lanes[rail]].rma_bytes;
   };
   std::vector<uint64_t> first(2, 0);
   const auto second_posted = [&] {
@@ -104,7 +107,7 @@ TEST(UcpLaneCut, PutCompletesOnTheOtherLane) {
 
   EXPECT_TRUE(target == src) << "the put did not deliver every byte";
   size_t failed = 0;
-  for (const proto::LaneRuntime& lr : (*ep)->lane_runtime()) failed += is_error(lr.status);
+  for (const proto::LaneRuntime& lr : ucp::impl(**ep).lane_runtime()) failed += is_error(lr.status);
   EXPECT_EQ(failed, 1u) << "exactly the cut lane should be marked failed";
   // Said by the request when it saw the failure first, else by the
   // endpoint (the request then re-issues without repeating it).
@@ -188,14 +191,14 @@ TEST(UcpConnectTimeout, LaneThatCannotConnectFailsByTheKnob) {
   auto f = (*ep)->flush(rp);
   ASSERT_TRUE(f.ok());
   EXPECT_EQ((*f)->wait(), Status::Timeout);
-  ASSERT_EQ((*ep)->lane_runtime().size(), 1u);
+  ASSERT_EQ(ucp::impl(**ep).lane_runtime().size(), 1u);
   // The transport reports the lane's failure from its own thread; the worker
   // applies it in progress(), which may come after the flush ended.
-  for (int i = 0; i < 5000 && (*ep)->lane_runtime()[0].status == Status::Ok; ++i) {
+  for (int i = 0; i < 5000 && ucp::impl(**ep).lane_runtime()[0].status == Status::Ok; ++i) {
     (*a)->progress();
     usleep(1000);
   }
-  EXPECT_EQ((*ep)->lane_runtime()[0].status, Status::Timeout)
+  EXPECT_EQ(ucp::impl(**ep).lane_runtime()[0].status, Status::Timeout)
       << "the lane itself must have failed (not just the request's deadline)";
   ep->reset();
 }

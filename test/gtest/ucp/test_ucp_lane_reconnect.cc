@@ -28,6 +28,8 @@
 #include "common/net_util.h"
 #include "common/pipe_util.h"
 #include "ucp/api/ucp.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/ucp_test_util.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
@@ -118,7 +120,7 @@ class UcpLaneReconnect : public testing::Test {
     Result<std::unique_ptr<Endpoint>> ep = worker_->ep_create(address);
     ASSERT_TRUE(ep.ok()) << ucs::status_string(ep.status());
     ep_ = std::move(*ep);
-    ASSERT_EQ(ep_->lanes().rma_bw_lanes.size(), 2u) << "two tcp rails expected";
+    ASSERT_EQ(ucp::impl(*ep_).lanes().rma_bw_lanes.size(), 2u) << "two tcp rails expected";
     Result<std::unique_ptr<Rkey>> rk = ep_->rkey_unpack(rkey_bytes_);
     ASSERT_TRUE(rk.ok());
     rkey_ = std::move(*rk);
@@ -142,8 +144,8 @@ class UcpLaneReconnect : public testing::Test {
 
   // The endpoint's lane on device `dev`.
   size_t lane_of(const std::string& dev) const {
-    for (size_t l = 0; l < ep_->lanes().lanes.size(); ++l) {
-      if (ep_->lanes().candidate_of(l).name.starts_with("tcp/" + dev + " ")) return l;
+    for (size_t l = 0; l < ucp::impl(*ep_).lanes().lanes.size(); ++l) {
+      if (ucp::impl(*ep_).lanes().candidate_of(l).name.starts_with("tcp/" + dev + " ")) return l;
     }
     return SIZE_MAX;
   }
@@ -224,8 +226,8 @@ TEST_F(UcpLaneReconnect, EndpointComesUpWithoutALaneThatCannotConnect) {
   const size_t cut = lane_of(dev_), lo = lane_of("lo");
   ASSERT_NE(cut, SIZE_MAX);
   ASSERT_NE(lo, SIZE_MAX);
-  EXPECT_TRUE(is_error(ep_->lane_runtime()[cut].status));
-  EXPECT_EQ(ep_->lane_runtime()[lo].status, Status::Ok);
+  EXPECT_TRUE(is_error(ucp::impl(*ep_).lane_runtime()[cut].status));
+  EXPECT_EQ(ucp::impl(*ep_).lane_runtime()[lo].status, Status::Ok);
   EXPECT_NE(sink.text().find("could not connect"), std::string::npos) << sink.text();
   EXPECT_NE(printed().find("is down: could not connect"), std::string::npos) << printed();
   EXPECT_TRUE(round_trip(kBuffer, 1)) << "a multi-rail put and get over the lane left";
@@ -237,7 +239,7 @@ TEST_F(UcpLaneReconnect, EndpointComesUpWithoutALaneThatCannotConnect) {
       },
       5))
       << printed();
-  EXPECT_TRUE(is_error(ep_->lane_runtime()[cut].status));
+  EXPECT_TRUE(is_error(ucp::impl(*ep_).lane_runtime()[cut].status));
   EXPECT_TRUE(round_trip(1 << 20, 2));
 }
 
@@ -246,9 +248,9 @@ TEST_F(UcpLaneReconnect, ActiveMessagesWithoutTheAmLane) {
   start("1s");
   connect(address_with("lo", "127.255.255.255"));
   ASSERT_TRUE(ep_);
-  ASSERT_GE(ep_->lanes().am_lane, 0);
-  const auto am = static_cast<size_t>(ep_->lanes().am_lane);
-  EXPECT_TRUE(is_error(ep_->lane_runtime()[am].status)) << printed();
+  ASSERT_GE(ucp::impl(*ep_).lanes().am_lane, 0);
+  const auto am = static_cast<size_t>(ucp::impl(*ep_).lanes().am_lane);
+  EXPECT_TRUE(is_error(ucp::impl(*ep_).lane_runtime()[am].status)) << printed();
   for (size_t n : {size_t{8}, size_t{100000}, size_t{3} << 20}) {
     std::vector<uint8_t> msg(n, 0x5a);
     auto r = ep_->am_send_nbx(kAmId, msg.data(), n);
@@ -274,9 +276,11 @@ TEST_F(UcpLaneReconnect, CutLaneCarriesBytesAgain) {
   EXPECT_TRUE(round_trip(kBuffer, 4));
   mc::test::LogCapture sink;
   EXPECT_GT(mc::test::cut_sockets_on(dev_addr_), 0) << "no socket on " << dev_ << " to cut";
-  EXPECT_TRUE(progress_until([&] { return is_error(ep_->lane_runtime()[lane].status); }, 10))
+  EXPECT_TRUE(
+      progress_until([&] { return is_error(ucp::impl(*ep_).lane_runtime()[lane].status); }, 10))
       << "the cut lane did not fail";
-  EXPECT_TRUE(progress_until([&] { return ep_->lane_runtime()[lane].status == Status::Ok; }, 10))
+  EXPECT_TRUE(
+      progress_until([&] { return ucp::impl(*ep_).lane_runtime()[lane].status == Status::Ok; }, 10))
       << "the lane was not reconnected: " << printed();
   EXPECT_NE(sink.text().find("reconnected"), std::string::npos) << sink.text();
   const uint64_t before = bytes_sent_on(dev_addr_);
@@ -295,8 +299,10 @@ TEST_F(UcpLaneReconnect, LocallyCompletedPutOnACutLaneFailsTheFlushAfterReconnec
   start("100ms");
   connect(address_);
   ASSERT_TRUE(ep_);
-  const size_t lane = ep_->lanes().rma_lanes.at(0);
-  const bool on_lo = worker_->local_resources()[ep_->lanes().lanes[lane].local].dev_name == "lo";
+  const size_t lane = ucp::impl(*ep_).lanes().rma_lanes.at(0);
+  const bool on_lo =
+      ucp::impl(*worker_).local_resources()[ucp::impl(*ep_).lanes().lanes[lane].local].dev_name ==
+      "lo";
   in_addr addr = dev_addr_;
   if (on_lo) inet_pton(AF_INET, "127.0.0.1", &addr);
   ASSERT_EQ(kill(pid_, SIGSTOP), 0);  // no acknowledgement from here on
@@ -304,12 +310,15 @@ TEST_F(UcpLaneReconnect, LocallyCompletedPutOnACutLaneFailsTheFlushAfterReconnec
   auto put = ep_->put_nbx(src.data(), src.size(), base_, *rkey_);
   ASSERT_TRUE(put.ok());
   ASSERT_EQ((*put)->wait(), Status::Ok);
-  ASSERT_TRUE(ep_->lane_runtime()[lane].local_completions) << "the put did not complete locally";
+  ASSERT_TRUE(ucp::impl(*ep_).lane_runtime()[lane].local_completions)
+      << "the put did not complete locally";
   EXPECT_GT(mc::test::cut_sockets_on(addr), 0);
-  EXPECT_TRUE(progress_until([&] { return is_error(ep_->lane_runtime()[lane].status); }, 10))
+  EXPECT_TRUE(
+      progress_until([&] { return is_error(ucp::impl(*ep_).lane_runtime()[lane].status); }, 10))
       << "the cut lane did not fail";
   ASSERT_EQ(kill(pid_, SIGCONT), 0);
-  EXPECT_TRUE(progress_until([&] { return ep_->lane_runtime()[lane].status == Status::Ok; }, 10))
+  EXPECT_TRUE(
+      progress_until([&] { return ucp::impl(*ep_).lane_runtime()[lane].status == Status::Ok; }, 10))
       << "the lane was not reconnected: " << printed();
   auto flush = ep_->flush();
   ASSERT_TRUE(flush.ok());
@@ -329,8 +338,10 @@ TEST_F(UcpLaneReconnect, OffKeepsTheLaneDown) {
   const size_t lane = lane_of(dev_);
   ASSERT_NE(lane, SIZE_MAX);
   EXPECT_GT(mc::test::cut_sockets_on(dev_addr_), 0);
-  EXPECT_TRUE(progress_until([&] { return is_error(ep_->lane_runtime()[lane].status); }, 10));
-  EXPECT_FALSE(progress_until([&] { return !is_error(ep_->lane_runtime()[lane].status); }, 0.5));
+  EXPECT_TRUE(
+      progress_until([&] { return is_error(ucp::impl(*ep_).lane_runtime()[lane].status); }, 10));
+  EXPECT_FALSE(
+      progress_until([&] { return !is_error(ucp::impl(*ep_).lane_runtime()[lane].status); }, 0.5));
   EXPECT_NE(printed().find("not reconnected"), std::string::npos) << printed();
   EXPECT_TRUE(round_trip(1 << 20, 6));
 }

@@ -8,6 +8,8 @@
 
 #include "common/net_util.h"
 #include "ucp/api/ucp.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/ucp_test_util.h"
 #include "uct/base/component_loader.h"
 
@@ -34,10 +36,10 @@ class UcpRails : public testing::Test, protected UcpPair {
                          {"MC_LANE_RECONNECT_INTERVAL", "off"}},
                         &sources_);
     ASSERT_NO_FATAL_FAILURE(open_workers());
-    ASSERT_EQ(ep_->lanes().rma_bw_lanes.size(), 2u) << "two tcp rails expected";
-    for (size_t lane : ep_->lanes().rma_bw_lanes) {
-      const wireup::Lane& l = ep_->lanes().lanes[lane];
-      (workers_[0]->local_resources()[l.local].dev_name == "lo" ? lo_ : other_) = lane;
+    ASSERT_EQ(ucp::impl(*ep_).lanes().rma_bw_lanes.size(), 2u) << "two tcp rails expected";
+    for (size_t lane : ucp::impl(*ep_).lanes().rma_bw_lanes) {
+      const wireup::Lane& l = ucp::impl(*ep_).lanes().lanes[lane];
+      (ucp::impl(*workers_[0]).local_resources()[l.local].dev_name == "lo" ? lo_ : other_) = lane;
     }
     ASSERT_NE(lo_, other_);
 
@@ -62,7 +64,7 @@ class UcpRails : public testing::Test, protected UcpPair {
     close_pair();
   }
 
-  uint64_t bytes(size_t lane) const { return ep_->lane_runtime()[lane].rma_bytes; }
+  uint64_t bytes(size_t lane) const { return ucp::impl(*ep_).lane_runtime()[lane].rma_bytes; }
 
   // Puts `n` bytes of src_ to target_ with `rails`, flushes, and checks them.
   void put(size_t n, const RailPreference* rails) {
@@ -120,7 +122,8 @@ TEST_F(UcpRails, RanksFollowBothSidesLists) {
 }
 
 TEST_F(UcpRails, WithoutPreferenceBothRailsCarry) {
-  const proto::ProtoRange* range = ep_->protocols().table(proto::Op::Put, true).lookup(kSize);
+  const proto::ProtoRange* range =
+      ucp::impl(*ep_).protocols().table(proto::Op::Put, true).lookup(kSize);
   ASSERT_NE(range, nullptr);
   ASSERT_EQ(range->kind, proto::ProtoKind::MultiZcopy);
   const uint64_t lo0 = bytes(lo_), other0 = bytes(other_);
@@ -177,7 +180,7 @@ TEST_F(UcpRails, SecondaryTakesOverWhenPreferredIsCut) {
   ASSERT_EQ(wait(ep_->flush()), Status::Ok);
   EXPECT_TRUE(src_ == target_) << "the put did not deliver every byte";
   EXPECT_GT(bytes(lo_), lo0) << "the secondary lane took no slice";
-  EXPECT_TRUE(is_error(ep_->lane_runtime()[other_].status));
+  EXPECT_TRUE(is_error(ucp::impl(*ep_).lane_runtime()[other_].status));
 
   // The preferred lane failed: the next put goes to the secondary at once.
   const std::vector<LaneRank> ranked = ep_->rank_lanes(rails);

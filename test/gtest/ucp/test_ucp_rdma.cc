@@ -12,6 +12,8 @@
 #include <cstring>
 
 #include "ucp/api/ucp.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/ucp_test_util.h"
 #include "uct/base/component_loader.h"
 #include "uct/ib/soft/soft_fabric.h"
@@ -73,7 +75,7 @@ class UcpRdma : public testing::TestWithParam<std::string> {
 };
 
 TEST_P(UcpRdma, PutGetAndActiveMessagesOverTwoRails) {
-  ASSERT_EQ(ep_->lanes().rma_bw_lanes.size(), 2u) << "one rail per soft device expected";
+  ASSERT_EQ(ucp::impl(*ep_).lanes().rma_bw_lanes.size(), 2u) << "one rail per soft device expected";
   const size_t max = size_t{8} << 20;
   std::vector<uint8_t> target(max, 0), src(max), back(max);
   for (size_t i = 0; i < max; ++i) src[i] = static_cast<uint8_t>(i * 31 + (i >> 9) + 1);
@@ -114,7 +116,7 @@ TEST_P(UcpRdma, PutGetAndActiveMessagesOverTwoRails) {
 
 TEST_P(UcpRdma, DeviceFailedMidPutCompletesOnTheOtherDevice) {
   if (!soft_) GTEST_SKIP() << "needs the soft provider's fault switch (MC_IB_PROVIDER=soft)";
-  ASSERT_EQ(ep_->lanes().rma_bw_lanes.size(), 2u) << "one rail per soft device expected";
+  ASSERT_EQ(ucp::impl(*ep_).lanes().rma_bw_lanes.size(), 2u) << "one rail per soft device expected";
   const size_t n = size_t{128} << 20;
   std::vector<uint8_t> target(n, 0), src(n);
   for (size_t i = 0; i < n; ++i) src[i] = static_cast<uint8_t>((i * 13 + (i >> 12)) | 1);
@@ -123,7 +125,8 @@ TEST_P(UcpRdma, DeviceFailedMidPutCompletesOnTheOtherDevice) {
   ASSERT_TRUE(tmh.ok() && smh.ok());
   auto rkey = ep_->rkey_unpack(*(*tmh)->rkey_pack());
   ASSERT_TRUE(rkey.ok());
-  const proto::ProtoRange* range = ep_->protocols().table(proto::Op::Put, true).lookup(n);
+  const proto::ProtoRange* range =
+      ucp::impl(*ep_).protocols().table(proto::Op::Put, true).lookup(n);
   ASSERT_NE(range, nullptr);
   ASSERT_EQ(range->kind, proto::ProtoKind::MultiZcopy);
   RequestParams rp;
@@ -140,7 +143,7 @@ TEST_P(UcpRdma, DeviceFailedMidPutCompletesOnTheOtherDevice) {
   ASSERT_EQ(wait(ep_->flush()), Status::Ok) << "zero-copy slices complete only once remote";
   EXPECT_TRUE(target == src) << "the put did not deliver every byte";
   size_t failed = 0;
-  for (const proto::LaneRuntime& lr : ep_->lane_runtime()) failed += is_error(lr.status);
+  for (const proto::LaneRuntime& lr : ucp::impl(*ep_).lane_runtime()) failed += is_error(lr.status);
   EXPECT_EQ(failed, 1u) << "exactly the lane on the failed device";
 }
 
@@ -171,10 +174,10 @@ TEST(UcpRdmaAffinity, SameNameRemoteDeviceRanksFirstAndCarries) {
   Result<std::unique_ptr<Endpoint>> ep = (*w0)->ep_create((*w1)->address());
   ASSERT_TRUE(ep.ok());
   std::map<std::string, size_t> lane_of;  // local device -> lane
-  for (size_t lane : (*ep)->lanes().rma_bw_lanes) {
-    const wireup::Lane& l = (*ep)->lanes().lanes[lane];
-    EXPECT_EQ((*ep)->peer().ifaces[l.remote].dev_name, "mcsoft1:1");
-    lane_of[(*w0)->local_resources()[l.local].dev_name] = lane;
+  for (size_t lane : ucp::impl(**ep).lanes().rma_bw_lanes) {
+    const wireup::Lane& l = ucp::impl(**ep).lanes().lanes[lane];
+    EXPECT_EQ(ucp::impl(**ep).peer().ifaces[l.remote].dev_name, "mcsoft1:1");
+    lane_of[ucp::impl(**w0).local_resources()[l.local].dev_name] = lane;
   }
   ASSERT_EQ(lane_of.size(), 2u) << "a rail from each local device to mcsoft1";
   const size_t same = lane_of.at("mcsoft1:1"), cross = lane_of.at("mcsoft0:1");
@@ -210,7 +213,7 @@ TEST(UcpRdmaAffinity, SameNameRemoteDeviceRanksFirstAndCarries) {
     while (!(*r)->completed()) (*w0)->progress(), (*w1)->progress();
     ASSERT_EQ((*r)->status(), Status::Ok);
   };
-  auto bytes = [&](size_t lane) { return (*ep)->lane_runtime()[lane].rma_bytes; };
+  auto bytes = [&](size_t lane) { return ucp::impl(**ep).lane_runtime()[lane].rma_bytes; };
   put(&affinity);
   EXPECT_EQ(bytes(same), kSize);
   EXPECT_EQ(bytes(cross), 0u);

@@ -18,10 +18,12 @@
 #include "common/log_capture.h"
 #include "common/pipe_util.h"
 #include "ucp/api/ucp.h"
-#include "ucp/proto/remote_staging.h"
+#include "ucp/core/endpoint.h"
 #include "ucp/core/rkey_container.h"
+#include "ucp/core/worker.h"
 #include "ucp/fake_gpu.h"
 #include "ucp/proto/am_wire.h"
+#include "ucp/proto/remote_staging.h"
 #include "ucp/ucp_test_util.h"
 #include "uct/base/component_loader.h"
 
@@ -200,8 +202,9 @@ TEST_P(UcpRemoteStaging, TargetRefusesWhatIsNotRegisteredAsRemoteAccessible) {
 // initiator's buffer is refused with why. Nothing is written either way.
 TEST_P(UcpRemoteStaging, ForgedRequestsAreLoggedAndWriteNothing) {
   mc::test::LogCapture log(google::GLOG_ERROR);
-  ASSERT_GE(ep_->lanes().am_lane, 0);
-  uct::Endpoint* uct_ep = ep_->lane_runtime()[static_cast<size_t>(ep_->lanes().am_lane)].ep;
+  ASSERT_GE(ucp::impl(*ep_).lanes().am_lane, 0);
+  uct::Endpoint* uct_ep =
+      ucp::impl(*ep_).lane_runtime()[static_cast<size_t>(ucp::impl(*ep_).lanes().am_lane)].ep;
   auto send = [uct_ep](std::vector<uint8_t> bytes) {
     const uct::PackCallback pack = [](void* dest, void* arg) -> size_t {
       const auto* v = static_cast<const std::vector<uint8_t>*>(arg);

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "ucp/api/ucp.h"
-#include "ucp/proto/rndv.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/proto/am_wire.h"
+#include "ucp/proto/rndv.h"
 #include "uct/base/component_loader.h"
 
 namespace mc::ucp::test {
@@ -115,7 +117,7 @@ class UcpRndv : public testing::TestWithParam<std::string> {
 };
 
 TEST_P(UcpRndv, ThresholdEdges) {
-  const proto::ProtoTable& t = ep_->protocols().table(proto::Op::Am, false);
+  const proto::ProtoTable& t = ucp::impl(*ep_).protocols().table(proto::Op::Am, false);
   ASSERT_NE(t.lookup(65535), nullptr);
   EXPECT_NE(t.lookup(65535)->kind, proto::ProtoKind::Rndv);
   ASSERT_NE(t.lookup(65536), nullptr);

@@ -17,6 +17,8 @@
 #include "common/log_capture.h"
 #include "common/pipe_util.h"
 #include "ucp/api/ucp.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/fake_gpu.h"
 #include "ucp/proto/staging_op.h"
 #include "ucp/ucp_test_util.h"
@@ -149,11 +151,12 @@ TEST_P(UcpStaging, ProtocolExplained) {
       << text;
   EXPECT_NE(text.find("get staged via"), std::string::npos) << text;
   EXPECT_NE(text.find("am: unsupported"), std::string::npos) << text;
-  const proto::Staging* st = ep_->protocols().staging(proto::Op::Put, uct::MemType::Cuda);
+  const proto::Staging* st =
+      ucp::impl(*ep_).protocols().staging(proto::Op::Put, uct::MemType::Cuda);
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(st->frag_size, kFrag);
-  EXPECT_EQ(ep_->protocols().staging(proto::Op::Am, uct::MemType::Cuda), nullptr);
-  EXPECT_EQ(ep_->protocols().staging(proto::Op::Put, uct::MemType::Host), nullptr);
+  EXPECT_EQ(ucp::impl(*ep_).protocols().staging(proto::Op::Am, uct::MemType::Cuda), nullptr);
+  EXPECT_EQ(ucp::impl(*ep_).protocols().staging(proto::Op::Put, uct::MemType::Host), nullptr);
 }
 
 TEST_P(UcpStaging, CopyFailsAsynchronously) {
@@ -238,7 +241,7 @@ TEST_P(UcpStagingMissing, NoMemoryTypeTransport) {
   EXPECT_EQ(rma(proto::Op::Put, 1000), Status::Unsupported);
   EXPECT_EQ(rma(proto::Op::Get, 1000), Status::Unsupported);
   EXPECT_NE(log.text().find("no memory-type transport"), std::string::npos) << log.text();
-  EXPECT_EQ(ep_->protocols().staging(proto::Op::Put, uct::MemType::Cuda), nullptr);
+  EXPECT_EQ(ucp::impl(*ep_).protocols().staging(proto::Op::Put, uct::MemType::Cuda), nullptr);
   std::ostringstream os;
   ep_->print(os);
   EXPECT_NE(os.str().find("cuda memory: unsupported"), std::string::npos) << os.str();

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ucp/api/ucp.h"
+#include "ucp/proto/ep_protocols.h"
 #include "ucp/wireup/lane_select.h"
 #include "ucs/topo/topo.h"
 #include "uct/base/component_loader.h"

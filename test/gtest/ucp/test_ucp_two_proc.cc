@@ -15,6 +15,8 @@
 
 #include "common/pipe_util.h"
 #include "ucp/api/ucp.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 #include "ucp/ucp_test_util.h"
 #include "uct/base/component_loader.h"
 #include "uct/uct_test.h"
@@ -162,7 +164,7 @@ class UcpTwoProc : public testing::TestWithParam<std::string> {
   std::vector<size_t> sizes(proto::Op op) const {
     std::vector<size_t> out = {0, 1, 8, 100, 4096, 65536, 65536 * 3 + 1000, size_t{4} << 20};
     for (bool reg : {false, true}) {
-      for (const proto::ProtoRange& r : ep_->protocols().table(op, reg).ranges()) {
+      for (const proto::ProtoRange& r : ucp::impl(*ep_).protocols().table(op, reg).ranges()) {
         for (size_t n : {r.min, r.min - 1, r.max}) {
           if (n <= kMax) out.push_back(n);
         }

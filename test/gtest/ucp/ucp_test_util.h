@@ -12,6 +12,8 @@
 
 #include "common/pipe_util.h"
 #include "ucp/api/ucp.h"
+#include "ucp/core/endpoint.h"
+#include "ucp/core/worker.h"
 
 namespace mc::ucp::test {
 
