@@ -88,6 +88,16 @@ class RequestOp;
 /// long as the worker, not as long as the handle. Thread safety: as its
 /// worker (Worker's thread modes): in multi mode any thread may test, wait,
 /// cancel or read the status.
+///
+/// Completion: a request that ends with its operation's own status, Ok or
+/// an error, completes only once every transport operation it started has
+/// completed too, so nothing touches the caller's buffer after that (a
+/// failed fragment of a staged put waits for the copies and puts of the
+/// others). The exceptions, which complete at once: cancel(), and the
+/// deadline (MC_TRANSFER_TIMEOUT, RequestParams::timeout), which also bounds
+/// that wait; what was already handed to a transport then finishes in the
+/// background, and the buffer must stay valid until it has (a flush of the
+/// endpoint, or the endpoint destroyed).
 class Request {
   struct Key {};  ///< only the worker makes requests
 
@@ -131,7 +141,10 @@ class Request {
   uint64_t seq_;      ///< order among the endpoint's requests (flush)
   Callback callback_;
   uint64_t deadline_ns_;
-  std::unique_ptr<proto::RequestOp> op_;            ///< null once completed at its start
+  std::unique_ptr<proto::RequestOp> op_;  ///< null once completed at its start
+  /// The operation's final status while its transport operations settle;
+  /// InProgress before it gave one.
+  Status settling_ = Status::InProgress;
   std::atomic<Status> status_{Status::InProgress};  ///< read by any thread in multi mode
 };
 

@@ -38,12 +38,12 @@ void Request::cancel() {
 
 void Request::advance(uint64_t now_ns) {
   if (completed()) return;
-  const Status s = op_->progress();
-  if (s != Status::InProgress) {
-    complete(s);
+  if (settling_ == Status::InProgress) settling_ = op_->progress();
+  if (settling_ != Status::InProgress && op_->in_flight() == 0) {
+    complete(settling_);
   } else if (now_ns >= deadline_ns_) {
     op_->abort();
-    complete(Status::Timeout);
+    complete(settling_ != Status::InProgress ? settling_ : Status::Timeout);
   }
 }
 

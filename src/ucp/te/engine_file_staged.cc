@@ -11,8 +11,9 @@
 // bounce buffer, then copies it to VRAM. Fragments are MC_RNDV_FRAG_SIZE's
 // cuda entry, MC_STAGING_DEPTH of them in flight, so the copy of one
 // overlaps the file I/O of the others. The request is the worker's,
-// progressed by the progress thread with the nvmeof iface; it ends the
-// task once nothing of it is in flight (SettledOp).
+// progressed by the progress thread with the nvmeof iface; like every
+// request it completes once nothing of it is in flight, after a failure too
+// (Request), so it ends the task only then.
 #include "ucp/core/worker.h"
 #include "ucp/proto/staging_op.h"
 #include "ucp/te/engine.h"
@@ -89,8 +90,7 @@ void TransferEngine::Impl::post_file_staged_locked(Task* task, RemoteSegment& se
   rp.timeout = ucs::config::Duration::max();
   rp.callback = [this, task](Status s) { on_file_done_locked(task, s); };
   // The callback may run inside submit (a registration failing at once).
-  (void)ucp::impl(*worker_).submit(
-      std::make_unique<te::SettledOp>(std::make_unique<ucp::proto::StagingOp>(std::move(p))), rp);
+  (void)ucp::impl(*worker_).submit(std::make_unique<ucp::proto::StagingOp>(std::move(p)), rp);
 }
 
 }  // namespace mc

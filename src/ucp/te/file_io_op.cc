@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// FileIoOp and SettledOp (see file_io_op.h), and the cutting of a segment
+// FileIoOp (see file_io_op.h), and the cutting of a segment
 // range into file pieces shared with the direct (host memory) path.
 #include "ucp/te/file_io_op.h"
 
@@ -68,20 +68,6 @@ Status FileIoOp::progress() {
 
 size_t FileIoOp::in_flight() const {
   return orphaned_ ? 0 : static_cast<size_t>(std::max(comp_.count, 0));
-}
-
-Status SettledOp::progress() {
-  if (!final_) {
-    const Status s = op_->progress();
-    if (s != Status::InProgress) final_ = s;
-  }
-  if (!final_ || (!orphaned_ && op_->in_flight() > 0)) return Status::InProgress;
-  return *final_;
-}
-
-void SettledOp::orphan() {
-  orphaned_ = true;
-  op_->orphan();
 }
 
 }  // namespace mc::te

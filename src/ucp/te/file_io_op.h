@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // FileIoOp: the file stage of a staged file-segment task (GPU memory moved
 // through host bounce buffers): one bounce buffer written to or read from
-// the segment's files with this process's nvmeof endpoint. SettledOp: a
-// request that reports its end only once nothing of it is in flight.
+// the segment's files with this process's nvmeof endpoint.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "ucp/proto/request_op.h"
@@ -60,25 +58,6 @@ class FileIoOp : public ucp::proto::RequestOp {
   uct::Completion comp_;                 ///< count: pieces posted and not completed
   ucs::Status error_ = ucs::Status::Ok;  ///< a posting error
   bool aborted_ = false;
-  bool orphaned_ = false;
-};
-
-/// Forwards to `op`, but holds back its final status until op->in_flight()
-/// is 0 (or it was orphaned): a staged task whose copy or file I/O failed
-/// ends after its other fragments' operations, so nothing writes into the
-/// user's memory or the file after the task is reported FAILED.
-class SettledOp : public ucp::proto::RequestOp {
- public:
-  explicit SettledOp(std::unique_ptr<ucp::proto::RequestOp> op) : op_(std::move(op)) {}
-
-  ucs::Status progress() override;
-  void abort() override { op_->abort(); }
-  size_t in_flight() const override { return op_->in_flight(); }
-  void orphan() override;
-
- private:
-  std::unique_ptr<ucp::proto::RequestOp> op_;
-  std::optional<ucs::Status> final_;  ///< op_'s final status, once it gave one
   bool orphaned_ = false;
 };
 

@@ -180,7 +180,9 @@ class FakeIface : public uct::Iface {
   }
   unsigned progress() override {
     // Only what was queued before this call: a completion that posts the
-    // next copy sees it complete at a later progress, as a GPU would.
+    // next copy sees it complete at a later progress, as a GPU would. A
+    // failed copy ends the call: the copies queued after it are still in
+    // flight when its owner learns of the failure.
     size_t n = queue_.size();
     unsigned events = 0;
     while (n-- > 0) {
@@ -190,8 +192,10 @@ class FakeIface : public uct::Iface {
         std::memcpy(c.dst, c.src, c.length);
         fake_gpu_state().copied_bytes += c.length;
       }
+      ++fake_gpu_state().completed;
       uct::completion_update(c.comp, c.status);
       ++events;
+      if (c.status != Status::Ok) break;
     }
     return events;
   }

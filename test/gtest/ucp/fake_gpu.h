@@ -33,6 +33,7 @@ struct FakeGpuState {
   FakeGpuFault fault = FakeGpuFault::None;
   size_t fault_at = 0;    ///< the copy (counted from 1) that fails
   size_t copies = 0;      ///< copies posted so far
+  size_t completed = 0;   ///< of which completed (with their status)
   size_t max_queued = 0;  ///< most copies waiting for progress() at once
   size_t copied_bytes = 0;
 };

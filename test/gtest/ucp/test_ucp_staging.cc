@@ -173,6 +173,28 @@ TEST_P(UcpStaging, CopyFailsAsynchronously) {
   EXPECT_TRUE(matches(remote_.data(), 4 * kFrag, 4));
 }
 
+// The completion rule: the request of a staged put or get whose second copy
+// fails completes only once the copies of the other fragments in flight
+// then have completed too; none is left to write the caller's buffer after.
+TEST_P(UcpStaging, AFailedRequestCompletesOnceItsOtherCopiesHave) {
+  for (proto::Op op : {proto::Op::Put, proto::Op::Get}) {
+    FakeGpuState& st = fake_gpu_state();
+    st.fault = FakeGpuFault::Async;
+    st.fault_at = st.copies + 2;
+    size_t pending_at_completion = SIZE_MAX;
+    RequestParams params;
+    params.mem_type = uct::MemType::Cuda;
+    params.callback = [&](Status) { pending_at_completion = st.copies - st.completed; };
+    const uint64_t raddr = reinterpret_cast<uintptr_t>(remote_.data());
+    auto r = op == proto::Op::Put
+                 ? ep_->put_nbx(vram_->address(), 5 * kFrag, raddr, *rkey_, params)
+                 : ep_->get_nbx(vram_->address(), 5 * kFrag, raddr, *rkey_, params);
+    EXPECT_EQ(wait(std::move(r)), Status::IoError) << proto::op_name(op);
+    EXPECT_GE(st.max_queued, 2u) << "the copies of two fragments were never in flight at once";
+    EXPECT_EQ(pending_at_completion, 0u) << proto::op_name(op);
+  }
+}
+
 TEST_P(UcpStaging, CopyFailsWhenPosted) {
   for (proto::Op op : {proto::Op::Put, proto::Op::Get}) {
     fake_gpu_state().fault = FakeGpuFault::Post;
