@@ -122,19 +122,19 @@ class Request {
   /// Completes the request with Canceled if it is still in progress;
   /// operations already handed to a transport finish in the background.
   void cancel();
+  /// True once the request has completed and nothing it handed a transport
+  /// is in flight any more: its buffer may be reused or freed. The same as
+  /// completed() but after cancel() or the deadline, which complete first.
+  bool settled() const;
   /// Absolute CLOCK_MONOTONIC deadline in nanoseconds; UINT64_MAX: none.
   uint64_t deadline_ns() const { return deadline_ns_; }
 
  private:
-  friend class WorkerImpl;
-  friend class EndpointImpl;
-  friend class RemoteStaging;
+  friend class WorkerImpl;  // makes, advances, cancels and orphans requests
 
   /// Moves the operation forward and enforces the deadline (worker progress).
   void advance(uint64_t now_ns);
   void complete(Status status);
-  /// True when the worker may drop the request: completed, nothing in flight.
-  bool retired() const;
 
   WorkerImpl* worker_;
   EndpointImpl* ep_;  ///< null for worker-level requests or after the endpoint went

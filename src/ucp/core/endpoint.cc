@@ -17,15 +17,14 @@ EndpointImpl::EndpointImpl(WorkerImpl* worker, wireup::WorkerAddress peer,
     : worker_(worker),
       peer_(std::move(peer)),
       selection_(std::move(selection)),
-      done_(worker->done_.get()) {}
+      done_(worker->done_request()) {}
 
 Status EndpointImpl::connect() {
   const Context& ctx = worker_->context();
   reconnect_.resize(selection_.lanes.size());
   Status first_error = Status::Ok;
   for (size_t lane = 0; lane < selection_.lanes.size(); ++lane) {
-    WorkerIface& wi =
-        worker_->ifaces_[static_cast<size_t>(worker_->iface_of(selection_.lanes[lane].local))];
+    WorkerIface& wi = worker_->lane_iface(selection_.lanes[lane].local);
     if (!counted_) ++wi.lanes;  // progressed on every call from now on
     const ResourceInfo& r = ctx.resources()[wi.resource];
     proto::LaneRuntime rt;
@@ -36,7 +35,7 @@ Status EndpointImpl::connect() {
     Result<std::unique_ptr<uct::Endpoint>> ep = lane_connect(lane);
     if (ep.ok()) {
       rt.ep = ep->get();
-      worker_->uct_eps_[ep->get()] = {this, lane};
+      worker_->map_uct_ep(ep->get(), this, lane);
       uct_eps_.push_back(std::move(*ep));
     } else {
       // The other lanes may do: decided below, once every lane was tried.
@@ -114,26 +113,18 @@ EndpointImpl::~EndpointImpl() {
   std::unique_lock guard = worker_->lock();
   if (counted_) {
     for (const wireup::Lane& l : selection_.lanes) {
-      --worker_->ifaces_[static_cast<size_t>(worker_->iface_of(l.local))].lanes;
+      --worker_->lane_iface(l.local).lanes;
     }
   }
   cancel_requests();
   uct_eps_.clear();
   reconnect_.clear();
   // Nothing the destroyed UCT endpoints had in flight will complete now.
-  for (const std::shared_ptr<Request>& r : worker_->active_) {
-    if (r->ep_ != this) continue;
-    if (r->op_) r->op_->orphan();
-    r->ep_ = nullptr;
-  }
   worker_->detach(this);
 }
 
 void EndpointImpl::cancel_requests() {
-  for (size_t i = 0; i < worker_->active_.size(); ++i) {
-    std::shared_ptr<Request> r = worker_->active_[i];
-    if (r->ep_ == this) r->cancel();
-  }
+  worker_->cancel_requests(this);
 }
 
 void EndpointImpl::on_lane_error(size_t lane, Status status) {

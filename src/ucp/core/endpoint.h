@@ -62,12 +62,36 @@ class EndpointImpl final : public Endpoint {
   /// The run-time state of every lane (tests, tools).
   const std::vector<proto::LaneRuntime>& lane_runtime() const { return runtime_; }
 
- private:
-  friend class WorkerImpl;
-  friend class RemoteStaging;
+  // What the worker's rendezvous and remote staging use.
+  /// The lane an active message takes now: the AM lane while healthy, else
+  /// a healthy AM rail or standby; -1 when the endpoint has none.
+  int am_lane() const {
+    return selection_.am_lane < 0
+               ? -1
+               : static_cast<int>(am_lane_now(static_cast<size_t>(selection_.am_lane)));
+  }
+  /// Sends `bytes` to the peer's worker as control message `uct_id` on
+  /// am_lane() (an acknowledgement, an answer); Unsupported when there is
+  /// no active-message lane.
+  Status send_ctrl(uint8_t uct_id, std::vector<uint8_t> bytes);
+  /// The network stage of a StagingOp: each fragment by the registered host
+  /// table of `op` between a bounce buffer of `bounce_memh` and `rkey`
+  /// (which must outlive the op).
+  proto::StagingNetwork staging_network(proto::Op op, const Rkey& rkey,
+                                        const MemHandle* bounce_memh,
+                                        std::shared_ptr<RailPreference> rails);
+
+  // What its worker calls: WorkerImpl::ep_create makes and connects it.
   EndpointImpl(WorkerImpl* worker, wireup::WorkerAddress peer, wireup::LaneSelection selection);
+  /// Connects every lane's UCT endpoint and builds the immediate entries.
   Status connect();
+  /// A UCT endpoint of lane `lane` reported `status` (its transport failed).
   void on_lane_error(size_t lane, Status status);
+  /// Starts, checks and finishes reconnections; the worker calls it from
+  /// progress() while this endpoint has failed lanes. Returns events.
+  unsigned progress_reconnect(uint64_t now);
+
+ private:
   Result<std::shared_ptr<Request>> rma(proto::Op op, void* buffer, size_t length,
                                        uint64_t remote_addr, const Rkey& rkey,
                                        const RequestParams& params);
@@ -126,12 +150,6 @@ class EndpointImpl final : public Endpoint {
   Result<std::shared_ptr<Request>> rma_remote_staged(proto::Op op, uct::MemType mem, void* buffer,
                                                      size_t length, uint64_t remote_addr,
                                                      const RequestParams& params);
-  /// The network stage of a StagingOp: each fragment by the registered host
-  /// table of `op` between a bounce buffer of `bounce_memh` and `rkey`
-  /// (which must outlive the op).
-  proto::StagingNetwork staging_network(proto::Op op, const Rkey& rkey,
-                                        const MemHandle* bounce_memh,
-                                        std::shared_ptr<RailPreference> rails);
   /// An active message of a short range sent at once by am_short, as the
   /// general path would send it: the worker's completed request; null when
   /// it was not sent (the general path then takes it).
@@ -171,9 +189,6 @@ class EndpointImpl final : public Endpoint {
   /// Marks `lane` failed and, unless MC_LANE_RECONNECT_INTERVAL is off,
   /// schedules its first reconnection.
   void lane_failed(size_t lane, Status status, const std::string& why);
-  /// Starts, checks and finishes reconnections; the worker calls it from
-  /// progress() while this endpoint has failed lanes. Returns events.
-  unsigned progress_reconnect(uint64_t now);
   /// Whether every lane an operation has is down (a new endpoint fails).
   bool missing_lanes(std::string* what) const;
   /// Active-message lanes other than the AM rails (any lane that can carry

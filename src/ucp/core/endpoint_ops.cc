@@ -254,7 +254,7 @@ std::shared_ptr<Request> EndpointImpl::rma_now(proto::Op op, const proto::ProtoR
                                                const proto::RmaEntry& entry, void* buffer,
                                                size_t length, uint64_t remote_addr,
                                                const Rkey& rkey, const RequestParams& params) {
-  std::unique_ptr<proto::PostedSliceOp::Slot>& slot = worker_->slot_spare_;
+  std::unique_ptr<proto::PostedSliceOp::Slot>& slot = worker_->spare_slot();
   if (!slot) slot = proto::PostedSliceOp::make_slot();
   const Status s =
       post_now(op, range.kind, entry, buffer, length, remote_addr, rkey, params.memh, slot.get());
@@ -353,7 +353,7 @@ Result<std::shared_ptr<Request>> EndpointImpl::am_send_nbx(uint16_t id, const vo
   p.length = length;
   p.kind = range->kind;
   p.sender_uuid = worker_->uuid();
-  p.message_id = worker_->next_message_id_++;
+  p.message_id = worker_->new_message_id();
   p.memh = params.memh;
   size_t frag = SIZE_MAX;
   for (size_t lane : lanes_for(proto::Op::Am, *range).lanes) {
@@ -429,7 +429,7 @@ Result<std::shared_ptr<Request>> EndpointImpl::flush(const RequestParams& params
       return is_error(rt->status) ? Status::Ok : rt->ep->flush(comp);
     });
   }
-  const uint64_t seq = worker_->next_seq_;
+  const uint64_t seq = worker_->next_seq();
   WorkerImpl* w = worker_;
   const uint64_t losses_before = loss_taken_;
   loss_taken_ = loss_epoch_;

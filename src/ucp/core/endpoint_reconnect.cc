@@ -26,7 +26,7 @@ constexpr uint64_t kMaxBackoff = 8;
 Result<std::unique_ptr<uct::Endpoint>> EndpointImpl::lane_connect(size_t lane) const {
   const wireup::Lane& l = selection_.lanes[lane];
   const wireup::AddressEntry& remote = peer_.ifaces[l.remote];
-  const WorkerIface& wi = worker_->ifaces_[static_cast<size_t>(worker_->iface_of(l.local))];
+  const WorkerIface& wi = worker_->lane_iface(l.local);
   return wi.iface->ep_create(remote.device_addr, remote.iface_addr);
 }
 
@@ -51,14 +51,13 @@ void EndpointImpl::lane_failed(size_t lane, Status status, const std::string& wh
   if (!interval) return;
   rc.delay_ns = interval;
   rc.next_ns = ucs::monotonic_ns() + interval;
-  std::vector<EndpointImpl*>& watched = worker_->reconnecting_;
-  if (std::find(watched.begin(), watched.end(), this) == watched.end()) watched.push_back(this);
+  worker_->watch_reconnect(this);
 }
 
 unsigned EndpointImpl::progress_reconnect(uint64_t now) {
   const uint64_t interval = interval_ns(worker_->context());
   if (closed_) {  // only fit to be destroyed: nothing to connect for
-    std::erase(worker_->reconnecting_, this);
+    worker_->unwatch_reconnect(this);
     return 0;
   }
   unsigned events = 0;
@@ -86,11 +85,11 @@ unsigned EndpointImpl::progress_reconnect(uint64_t now) {
     // are on other lanes); destroying it while the lane still reads failed
     // keeps anything it completes now from being re-issued here.
     std::unique_ptr<uct::Endpoint> old = std::move(uct_eps_[lane]);
-    if (old) worker_->uct_eps_.erase(old.get());
+    if (old) worker_->unmap_uct_ep(old.get());
     old.reset();
     uct_eps_[lane] = std::move(rc.attempt);
     runtime_[lane].ep = uct_eps_[lane].get();
-    worker_->uct_eps_[runtime_[lane].ep] = {this, lane};
+    worker_->map_uct_ep(runtime_[lane].ep, this, lane);
     runtime_[lane].status = Status::Ok;
     MC_LOG(warn) << "ucp: lane " << lane << " (" << selection_.candidate_of(lane).name << ") to "
                  << peer_.hostname << " reconnected";
@@ -100,7 +99,7 @@ unsigned EndpointImpl::progress_reconnect(uint64_t now) {
   const bool still_down =
       std::any_of(runtime_.begin(), runtime_.end(),
                   [](const proto::LaneRuntime& r) { return is_error(r.status); });
-  if (!still_down || !interval) std::erase(worker_->reconnecting_, this);
+  if (!still_down || !interval) worker_->unwatch_reconnect(this);
   return events;
 }
 

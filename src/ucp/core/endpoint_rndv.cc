@@ -28,7 +28,7 @@ Result<std::shared_ptr<Request>> EndpointImpl::rndv_send(uint16_t id, const void
   RndvRts rts;
   rts.am_id = id;
   rts.sender_uuid = worker_->uuid();
-  rts.rndv_id = worker_->next_rndv_id_++;
+  rts.rndv_id = worker_->new_rndv_id();
   rts.length = length;
   rts.remote_addr = reinterpret_cast<uintptr_t>(buffer);
   rts.address = worker_->address();
@@ -42,8 +42,17 @@ Result<std::shared_ptr<Request>> EndpointImpl::rndv_send(uint16_t id, const void
   }
   auto ctrl = std::make_unique<CtrlSendOp>(&runtime_, am_lane, proto::kAmIdRts, std::move(bytes));
   auto op = std::make_unique<RndvSendOp>(worker_, rts.rndv_id, std::move(own), std::move(ctrl));
-  worker_->rndv_sends_[rts.rndv_id] = op.get();
+  worker_->add_rndv_send(rts.rndv_id, op.get());
   return worker_->submit(std::move(op), params, this);
+}
+
+Status EndpointImpl::send_ctrl(uint8_t uct_id, std::vector<uint8_t> bytes) {
+  const int lane = am_lane();
+  if (lane < 0) return Status::Unsupported;
+  worker_->submit(
+      std::make_unique<CtrlSendOp>(&runtime_, static_cast<size_t>(lane), uct_id, std::move(bytes)),
+      RequestParams{}, this);
+  return Status::Ok;
 }
 
 }  // namespace mc::ucp

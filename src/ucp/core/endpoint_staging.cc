@@ -50,7 +50,7 @@ Result<std::shared_ptr<Request>> EndpointImpl::rma_remote_staged(proto::Op op, u
                                                                  void* buffer, size_t length,
                                                                  uint64_t remote_addr,
                                                                  const RequestParams& params) {
-  RemoteStaging& rs = *worker_->remote_staging_;
+  RemoteStaging& rs = worker_->remote_staging();
   if (!protocols_->remote_staging()) {
     MC_LOG(error) << "ucp: cannot " << proto::op_name(op) << " " << length << " bytes of "
                   << peer_.hostname << "'s memory: no lane reaches it and remote staging needs "

@@ -56,7 +56,7 @@ void Request::complete(Status status) {
   }
 }
 
-bool Request::retired() const {
+bool Request::settled() const {
   return completed() && (!op_ || op_->in_flight() == 0);
 }
 

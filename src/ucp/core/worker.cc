@@ -212,7 +212,7 @@ unsigned WorkerImpl::progress() {
       if (!was_done && r->completed()) ++events;
     }
     active_.erase(std::remove_if(active_.begin(), active_.end(),
-                                 [](const std::shared_ptr<Request>& r) { return r->retired(); }),
+                                 [](const std::shared_ptr<Request>& r) { return r->settled(); }),
                   active_.end());
   }
   if (!rndv_recvs_.empty()) reap_rndv_recvs();
@@ -241,7 +241,7 @@ std::shared_ptr<Request> WorkerImpl::submit(std::unique_ptr<proto::RequestOp> op
   // no need to) would pile every such request up in active_. Only from the
   // back: a callback may have started later requests, and active_ stays in
   // sequence order.
-  if (active_.back() == r && r->retired()) active_.pop_back();
+  if (active_.back() == r && r->settled()) active_.pop_back();
   return r;
 }
 
@@ -337,7 +337,26 @@ void WorkerImpl::on_uct_error(uct::Endpoint* ep, Status status) {
   it->second.first->on_lane_error(it->second.second, status);
 }
 
+void WorkerImpl::watch_reconnect(EndpointImpl* ep) {
+  if (std::find(reconnecting_.begin(), reconnecting_.end(), ep) == reconnecting_.end()) {
+    reconnecting_.push_back(ep);
+  }
+}
+
+void WorkerImpl::cancel_requests(const EndpointImpl* ep) {
+  // By index: a cancelled request's callback may start another.
+  for (size_t i = 0; i < active_.size(); ++i) {
+    std::shared_ptr<Request> r = active_[i];
+    if (r->ep_ == ep) r->cancel();
+  }
+}
+
 void WorkerImpl::detach(EndpointImpl* ep) {
+  for (const std::shared_ptr<Request>& r : active_) {
+    if (r->ep_ != ep) continue;
+    if (r->op_) r->op_->orphan();
+    r->ep_ = nullptr;
+  }
   eps_.erase(std::remove(eps_.begin(), eps_.end(), ep), eps_.end());
   std::erase(reconnecting_, ep);
   for (auto it = uct_eps_.begin(); it != uct_eps_.end();) {

@@ -134,20 +134,8 @@ class WorkerImpl final : public Worker {
   /// the pool (logged).
   Result<StagingPath> staging_path(uct::MemType mem);
 
- private:
-  friend class EndpointImpl;
-  friend class RndvSendOp;
-  friend class RemoteStaging;
-  friend class RemoteStagingOp;
-  explicit WorkerImpl(Context* context);
-  Status open_ifaces();
-  Status init_wait();  // core/worker_wait.cc
-  void set_uct_am_handlers(uct::Iface& iface);
-  void on_am_single(const void* data, size_t length);
-  void on_am_frag(const void* data, size_t length);
-  void deliver(uint16_t id, const void* data, size_t length);
-  void on_uct_error(uct::Endpoint* ep, Status status);
-  void detach(EndpointImpl* ep);
+  // What its endpoints and protocols ask of the worker: they reach nothing
+  // of it but these and the methods above.
   /// The request of an operation that completed in the call that started
   /// it (the single-slice fast path): runs its callback with Ok, then
   /// returns done_, which no one owns but the worker (no allocation, no
@@ -161,10 +149,57 @@ class WorkerImpl final : public Worker {
     if (params.callback) params.callback(Status::Ok);
     return std::shared_ptr<Request>(std::shared_ptr<Request>(), done_.get());
   }
+  /// The worker's completed request itself (what completed_request() hands out).
+  Request* done_request() const { return done_.get(); }
+  /// The protocol tables of lane selection `sel`, built once per lane configuration.
   std::shared_ptr<const proto::EpProtocols> protocols_for(const wireup::LaneSelection& sel);
+  /// The iface of local resource `resource`, which a lane uses (so it opened).
+  WorkerIface& lane_iface(size_t resource) {
+    return ifaces_[static_cast<size_t>(iface_of(resource))];
+  }
+  /// UCT endpoint `uct_ep` is lane `lane` of `ep`: its errors reach ep.
+  void map_uct_ep(const uct::Endpoint* uct_ep, EndpointImpl* ep, size_t lane) {
+    uct_eps_[uct_ep] = {ep, lane};
+  }
+  void unmap_uct_ep(const uct::Endpoint* uct_ep) { uct_eps_.erase(uct_ep); }
+  /// `ep` has failed lanes to connect again: progress() calls its
+  /// progress_reconnect() until unwatch_reconnect().
+  void watch_reconnect(EndpointImpl* ep);
+  void unwatch_reconnect(EndpointImpl* ep) { std::erase(reconnecting_, ep); }
+  /// Cancels every request of `ep` in progress.
+  void cancel_requests(const EndpointImpl* ep);
+  /// Forgets `ep`, which is being destroyed with its UCT endpoints: its
+  /// requests are orphaned (nothing they had in flight will complete).
+  void detach(EndpointImpl* ep);
+  /// The completion the next put or get posted by a range's immediate entry
+  /// hands its transport (EndpointImpl::rma_now).
+  std::unique_ptr<proto::PostedSliceOp::Slot>& spare_slot() { return slot_spare_; }
+  /// The sequence number the next submitted request gets (flush ordering).
+  uint64_t next_seq() const { return next_seq_; }
+  /// A new id for a fragmented active message.
+  uint64_t new_message_id() { return next_message_id_++; }
+  /// A new rendezvous id, and the sender's op awaiting its acknowledgement.
+  uint64_t new_rndv_id() { return next_rndv_id_++; }
+  void add_rndv_send(uint64_t id, RndvSendOp* op) { rndv_sends_[id] = op; }
+  void forget_rndv_send(uint64_t id) { rndv_sends_.erase(id); }
+  /// Remote staging, both sides.
+  RemoteStaging& remote_staging() { return *remote_staging_; }
+  /// The endpoint back to the worker `uuid` whose address is `address`
+  /// (rendezvous and remote staging answers), made on first use.
+  Result<EndpointImpl*> reply_ep(uint64_t uuid, std::span<const uint8_t> address);
   /// The path of a staging plan (EpProtocols' or plan_staging()'s): its
   /// endpoint and pool made on first use.
   Result<StagingPath> staging_path(const proto::Staging& st);
+
+ private:
+  explicit WorkerImpl(Context* context);
+  Status open_ifaces();
+  Status init_wait();  // core/worker_wait.cc
+  void set_uct_am_handlers(uct::Iface& iface);
+  void on_am_single(const void* data, size_t length);
+  void on_am_frag(const void* data, size_t length);
+  void deliver(uint16_t id, const void* data, size_t length);
+  void on_uct_error(uct::Endpoint* ep, Status status);
   /// The endpoint of the memory-type transport on resource `resource` to
   /// itself (staging copies), made on first use.
   Result<uct::Endpoint*> memtype_ep(size_t resource);
@@ -174,7 +209,6 @@ class WorkerImpl final : public Worker {
   // Rendezvous (core/worker_rndv.cc).
   void on_am_rts(const void* data, size_t length);
   void on_am_ats(const void* data, size_t length);
-  Result<EndpointImpl*> reply_ep(uint64_t uuid, std::span<const uint8_t> address);
   void send_ats(EndpointImpl* ep, uint64_t rndv_id, Status status);
   void start_rndv_recvs();
   void start_rndv_recv(std::span<const uint8_t> bytes);

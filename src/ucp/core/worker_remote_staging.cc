@@ -44,9 +44,9 @@ Result<std::unique_ptr<proto::RequestOp>> RemoteStaging::make_op(EndpointImpl& e
                                                                  void* buffer, size_t length,
                                                                  uint64_t remote_addr,
                                                                  const MemHandle* memh) {
-  if (ep.selection_.am_lane < 0) {
+  if (ep.am_lane() < 0) {
     MC_LOG(error) << "ucp: cannot " << proto::op_name(op) << " a peer's memory no lane reaches on "
-                  << ep.peer_.hostname << " by remote staging: no active-message lane";
+                  << ep.peer().hostname << " by remote staging: no active-message lane";
     return Status::Unsupported;
   }
   std::unique_ptr<MemHandle> own;
@@ -66,16 +66,16 @@ Result<std::unique_ptr<proto::RequestOp>> RemoteStaging::make_op(EndpointImpl& e
   req.address = worker_->address();
   req.rkey = std::move(rkey);
   std::vector<uint8_t> bytes = remote_staging_request_pack(req);
-  const size_t lane = ep.am_lane_now(static_cast<size_t>(ep.selection_.am_lane));
-  const uct::IfaceAttr& a = ep.runtime_[lane].attr;
+  const size_t lane = static_cast<size_t>(ep.am_lane());
+  const uct::IfaceAttr& a = ep.lane_runtime()[lane].attr;
   if (!(a.cap & uct::kCapAmBcopy) || bytes.size() > a.am.max_bcopy) {
     MC_LOG(error) << "ucp: a remote staging request of " << bytes.size()
                   << " bytes does not fit active-message lane " << lane << " to "
-                  << ep.peer_.hostname;
+                  << ep.peer().hostname;
     return Status::Unsupported;
   }
   auto rop = std::make_unique<RemoteStagingOp>(worker_, req.request_id, std::move(own),
-                                               &ep.runtime_, lane, std::move(bytes));
+                                               &ep.lane_runtime(), lane, std::move(bytes));
   ops_[req.request_id] = rop.get();
   return std::unique_ptr<proto::RequestOp>(std::move(rop));
 }
@@ -110,7 +110,7 @@ unsigned RemoteStaging::progress() {
     events += static_cast<unsigned>(pending.size());
   }
   std::erase_if(serves_, [](const std::unique_ptr<RemoteStagingServe>& s) {
-    return s->done && (!s->staging || s->staging->retired()) && (!s->flush || s->flush->retired());
+    return s->done && (!s->staging || s->staging->settled()) && (!s->flush || s->flush->settled());
   });
   return events;
 }
@@ -141,7 +141,7 @@ void RemoteStaging::serve(std::span<const uint8_t> bytes) {
       worker_->context().remote_regions().find(s->req.remote_addr, s->req.length);
   if (!mem) {
     MC_LOG(error) << "ucp: refused remote staging " << name << " " << s->req.request_id << " from "
-                  << s->ep->peer_.hostname << ": [0x" << std::hex << s->req.remote_addr << ", +"
+                  << s->ep->peer().hostname << ": [0x" << std::hex << s->req.remote_addr << ", +"
                   << std::dec << s->req.length
                   << ") lies in no remote-accessible registration of GPU memory here";
     return reply(s, Status::InvalidParam);
@@ -202,16 +202,11 @@ void RemoteStaging::finish(RemoteStagingServe* s, Status status) {
 
 void RemoteStaging::reply(RemoteStagingServe* s, Status status) {
   s->done = true;
-  EndpointImpl* ep = s->ep;
-  if (ep->selection_.am_lane < 0) {
+  if (s->ep->send_ctrl(proto::kAmIdStagingDone,
+                       remote_staging_done_pack(s->req.request_id, status)) != Status::Ok) {
     MC_LOG(error) << "ucp: cannot answer remote staging request " << s->req.request_id
                   << ": no active-message lane";
-    return;
   }
-  const size_t lane = ep->am_lane_now(static_cast<size_t>(ep->selection_.am_lane));
-  worker_->submit(std::make_unique<CtrlSendOp>(&ep->runtime_, lane, proto::kAmIdStagingDone,
-                                               remote_staging_done_pack(s->req.request_id, status)),
-                  RequestParams{}, ep);
 }
 
 }  // namespace mc::ucp

@@ -45,14 +45,9 @@ Result<EndpointImpl*> WorkerImpl::reply_ep(uint64_t uuid, std::span<const uint8_
 }
 
 void WorkerImpl::send_ats(EndpointImpl* ep, uint64_t rndv_id, Status status) {
-  if (ep->selection_.am_lane < 0) {
+  if (ep->send_ctrl(proto::kAmIdAts, ats_pack(rndv_id, status)) != Status::Ok) {
     MC_LOG(error) << "ucp: cannot acknowledge rendezvous " << rndv_id << ": no active-message lane";
-    return;
   }
-  const size_t lane = ep->am_lane_now(static_cast<size_t>(ep->selection_.am_lane));
-  submit(
-      std::make_unique<CtrlSendOp>(&ep->runtime_, lane, proto::kAmIdAts, ats_pack(rndv_id, status)),
-      RequestParams{}, ep);
 }
 
 void WorkerImpl::start_rndv_recvs() {
@@ -114,7 +109,7 @@ void WorkerImpl::finish_rndv_recv(RndvRecv* r, Status status) {
 
 void WorkerImpl::reap_rndv_recvs() {
   std::erase_if(rndv_recvs_, [](const std::unique_ptr<RndvRecv>& r) {
-    return r->done && (!r->get || r->get->retired());
+    return r->done && (!r->get || r->get->settled());
   });
 }
 

@@ -135,7 +135,7 @@ RemoteStagingOp::~RemoteStagingOp() {
 }
 
 void RemoteStagingOp::unregister() {
-  if (worker_) worker_->remote_staging_->forget(id_);
+  if (worker_) worker_->remote_staging().forget(id_);
   worker_ = nullptr;
 }
 

@@ -120,7 +120,7 @@ RndvSendOp::~RndvSendOp() {
 }
 
 void RndvSendOp::unregister() {
-  if (worker_) worker_->rndv_sends_.erase(rndv_id_);
+  if (worker_) worker_->forget_rndv_send(rndv_id_);
   worker_ = nullptr;
 }
 

@@ -463,6 +463,47 @@ TEST_P(UcpE2e, DeadlineGivesTimeout) {
   EXPECT_TRUE(raw->aborted);
 }
 
+// An operation that gives its final status (InProgress: none, until
+// aborted) while `inflight` transport operations of it are still out.
+class OutstandingOp : public proto::RequestOp {
+ public:
+  explicit OutstandingOp(Status final) : final_(final) {}
+  Status progress() override { return aborted_ ? Status::Canceled : final_; }
+  void abort() override { aborted_ = true; }
+  size_t in_flight() const override { return inflight; }
+  void orphan() override { inflight = 0; }
+  size_t inflight = 1;
+
+ private:
+  Status final_;
+  bool aborted_ = false;
+};
+
+TEST_P(UcpE2e, ARequestCompletesOnceNothingItStartedIsInFlight) {
+  for (Status final : {Status::Ok, Status::IoError}) {
+    auto op = std::make_unique<OutstandingOp>(final);
+    OutstandingOp* raw = op.get();
+    std::shared_ptr<Request> r = ucp::impl(sender()).submit(std::move(op), RequestParams{});
+    for (int i = 0; i < 10; ++i) sender().progress();
+    EXPECT_FALSE(r->completed()) << ucs::status_string(final) << " before its transports";
+    raw->inflight = 0;
+    EXPECT_EQ(r->wait(), final);
+    EXPECT_TRUE(r->settled());
+  }
+}
+
+TEST_P(UcpE2e, ACancelledRequestSettlesOnceItsTransportsAreDone) {
+  auto op = std::make_unique<OutstandingOp>(Status::InProgress);
+  OutstandingOp* raw = op.get();
+  std::shared_ptr<Request> r = ucp::impl(sender()).submit(std::move(op), RequestParams{});
+  r->cancel();
+  EXPECT_EQ(r->status(), Status::Canceled);
+  sender().progress();
+  EXPECT_FALSE(r->settled()) << "its transport operation is still out";
+  raw->inflight = 0;
+  EXPECT_TRUE(r->settled());
+}
+
 TEST_P(UcpE2e, CancelAndForceClose) {
   auto r =
       ucp::impl(sender()).submit(std::make_unique<NeverOp>(), RequestParams{}, &ucp::impl(*ep_));
