@@ -81,7 +81,9 @@ class Endpoint {
   Result<std::shared_ptr<Request>> am_send_nbx(uint16_t id, const void* buffer, size_t length,
                                                const RequestParams& params = {});
   /// Completes when every operation started before it is complete, remotely
-  /// for puts.
+  /// for puts. Fails (with the lane's error) when a lane failed holding data
+  /// that had completed locally (short, bcopy, eager active messages) since
+  /// the previous flush: that data may never have arrived; once per loss.
   Result<std::shared_ptr<Request>> flush(const RequestParams& params = {});
   /// Flush: flushes, then stops accepting operations; Force: cancels every
   /// request in progress and stops at once. Either way the endpoint is then

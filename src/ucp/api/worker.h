@@ -117,7 +117,11 @@ class Worker {
   Result<std::unique_ptr<Endpoint>> ep_create(std::span<const uint8_t> address);
 
   /// Completes once every request started before it has completed and
-  /// every iface has flushed.
+  /// every iface has flushed. Fails (with the lane's error) when a lane of
+  /// any endpoint failed holding data that had completed locally (a short or
+  /// bcopy put, an eager active message) since the previous worker flush:
+  /// that data may never have arrived. Each such loss fails one worker
+  /// flush, as it fails one flush of its endpoint.
   Result<std::shared_ptr<Request>> flush(const RequestParams& params = {});
 
   /// The memory type of [buffer, +length) as the context's memory domains

@@ -37,6 +37,7 @@ void EndpointImpl::lane_failed(size_t lane, Status status, const std::string& wh
     // (see loss_epoch_), whatever becomes of the lane.
     ++loss_epoch_;
     loss_status_ = status;
+    worker_->note_loss(status);
     runtime_[lane].local_completions = false;
   }
   LaneReconnect& rc = reconnect_[lane];

@@ -293,8 +293,9 @@ TEST_F(UcpLaneReconnect, CutLaneCarriesBytesAgain) {
 // A put that completed locally (short / bcopy: the transport took the
 // bytes) on a lane that is then cut may never have arrived; the lane comes
 // back (reconnected, nothing outstanding on its new connection), yet the
-// next flush must fail rather than vouch for the put. Once: the flush after
-// it succeeds, and the endpoint moves data.
+// next flush must fail rather than vouch for the put, the endpoint's and the
+// worker's alike. Once each: the flush after it succeeds, and the endpoint
+// moves data.
 TEST_F(UcpLaneReconnect, LocallyCompletedPutOnACutLaneFailsTheFlushAfterReconnection) {
   start("100ms");
   connect(address_);
@@ -326,6 +327,13 @@ TEST_F(UcpLaneReconnect, LocallyCompletedPutOnACutLaneFailsTheFlushAfterReconnec
   auto again = ep_->flush();
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->wait(), Status::Ok) << "the loss is reported once";
+  // The worker's flush covers every endpoint: it says so too, once.
+  auto all = worker_->flush();
+  ASSERT_TRUE(all.ok());
+  EXPECT_NE((*all)->wait(), Status::Ok) << "the worker flush vouched for the lost put";
+  auto all_again = worker_->flush();
+  ASSERT_TRUE(all_again.ok());
+  EXPECT_EQ((*all_again)->wait(), Status::Ok) << "the worker flush reports the loss once";
   EXPECT_TRUE(round_trip(1 << 20, 7));
 }
 
