@@ -64,7 +64,16 @@ class Endpoint {
   /// (complete at the peer then); the peer's errors (InvalidParam for a
   /// range outside its remote-accessible registrations) end the request.
   Result<std::shared_ptr<Request>> put_nbx(const void* buffer, size_t length, uint64_t remote_addr,
-                                           const Rkey& rkey, const RequestParams& params = {});
+                                           const Rkey& rkey, const RequestParams& params = {}) {
+    // In line: a small put the endpoint does in the call (short, bcopy)
+    // builds its result, the worker's completed request, in the caller's
+    // frame, with one call into the library; what may go so is the
+    // endpoint's decision (EndpointImpl::build_entries).
+    if (length - 1 < put_now_max_ && put_now(buffer, length, remote_addr, rkey, params)) {
+      return std::shared_ptr<Request>(std::shared_ptr<Request>(), done_);
+    }
+    return put(buffer, length, remote_addr, rkey, params);
+  }
   /// Reads `length` bytes at `remote_addr` into `buffer`; the request
   /// completes when they are there. Statuses as put_nbx().
   Result<std::shared_ptr<Request>> get_nbx(void* buffer, size_t length, uint64_t remote_addr,
@@ -111,6 +120,22 @@ class Endpoint {
 
  protected:
   Endpoint() = default;  ///< only EndpointImpl derives
+
+  // The only state of the handle: put_nbx()'s in-line test, which
+  // EndpointImpl keeps.
+  /// Puts of 1 to put_now_max_ bytes may be done in the call; 0: none.
+  size_t put_now_max_ = 0;
+  /// The worker's completed request, which such a put returns.
+  Request* done_ = nullptr;
+
+ private:
+  /// The put in the call (EndpointImpl::put_first_now): true when done
+  /// (its callback run), false when the general path must take it.
+  bool put_now(const void* buffer, size_t length, uint64_t remote_addr, const Rkey& rkey,
+               const RequestParams& params);
+  /// Any other put (EndpointImpl::rma).
+  Result<std::shared_ptr<Request>> put(const void* buffer, size_t length, uint64_t remote_addr,
+                                       const Rkey& rkey, const RequestParams& params);
 };
 
 }  // namespace mc::ucp

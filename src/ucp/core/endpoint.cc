@@ -14,10 +14,9 @@ namespace mc::ucp {
 
 EndpointImpl::EndpointImpl(WorkerImpl* worker, wireup::WorkerAddress peer,
                            wireup::LaneSelection selection)
-    : worker_(worker),
-      peer_(std::move(peer)),
-      selection_(std::move(selection)),
-      done_(worker->done_request()) {}
+    : worker_(worker), peer_(std::move(peer)), selection_(std::move(selection)) {
+  done_ = worker->done_request();
+}
 
 Status EndpointImpl::connect() {
   const Context& ctx = worker_->context();
@@ -195,12 +194,6 @@ std::vector<LaneInfo> EndpointImpl::lane_info() const {
 // Endpoint: the application's view, each method EndpointImpl's.
 
 Endpoint::~Endpoint() = default;
-
-Result<std::shared_ptr<Request>> Endpoint::put_nbx(const void* buffer, size_t length,
-                                                   uint64_t remote_addr, const Rkey& rkey,
-                                                   const RequestParams& params) {
-  return impl(*this).put_nbx(buffer, length, remote_addr, rkey, params);
-}
 
 Result<std::shared_ptr<Request>> Endpoint::get_nbx(void* buffer, size_t length,
                                                    uint64_t remote_addr, const Rkey& rkey,

@@ -31,17 +31,8 @@ class EndpointImpl final : public Endpoint {
  public:
   ~EndpointImpl() override;
 
-  // The operations of Endpoint (api/endpoint.h, which says what they do).
-  Result<std::shared_ptr<Request>> put_nbx(const void* buffer, size_t length, uint64_t remote_addr,
-                                           const Rkey& rkey, const RequestParams& params = {}) {
-    // In line: a put the first range's entry completes in the call builds
-    // its result (the worker's completed request) in the caller's frame.
-    if (length - 1 < first_put_.entry.max &&
-        put_first_now(buffer, length, remote_addr, rkey, params)) {
-      return std::shared_ptr<Request>(std::shared_ptr<Request>(), done_);
-    }
-    return rma(proto::Op::Put, const_cast<void*>(buffer), length, remote_addr, rkey, params);
-  }
+  // The operations of Endpoint (api/endpoint.h, which says what they do;
+  // put_nbx is its own, in line).
   Result<std::shared_ptr<Request>> get_nbx(void* buffer, size_t length, uint64_t remote_addr,
                                            const Rkey& rkey, const RequestParams& params = {});
   Result<std::shared_ptr<Request>> am_send_nbx(uint16_t id, const void* buffer, size_t length,
@@ -81,6 +72,20 @@ class EndpointImpl final : public Endpoint {
                                         const MemHandle* bounce_memh,
                                         std::shared_ptr<RailPreference> rails);
 
+  // What the handle calls: Endpoint::put_nbx in line, then one of these.
+  /// A host-memory put of 1..first_put_.entry.max bytes without a rail
+  /// preference, done in the call by first_put_'s entry: true once done,
+  /// counted and its callback run (its request is the worker's completed
+  /// one, Endpoint::done_); false when it was not (rma() then takes it, checks and
+  /// all).
+  bool put_first_now(const void* buffer, size_t length, uint64_t remote_addr, const Rkey& rkey,
+                     const RequestParams& params);
+  /// A put or get: the rkey's range checked, the memory type detected when
+  /// asked, then the protocol of the size's range in the table.
+  Result<std::shared_ptr<Request>> rma(proto::Op op, void* buffer, size_t length,
+                                       uint64_t remote_addr, const Rkey& rkey,
+                                       const RequestParams& params);
+
   // What its worker calls: WorkerImpl::ep_create makes and connects it.
   EndpointImpl(WorkerImpl* worker, wireup::WorkerAddress peer, wireup::LaneSelection selection);
   /// Connects every lane's UCT endpoint and builds the immediate entries.
@@ -92,9 +97,6 @@ class EndpointImpl final : public Endpoint {
   unsigned progress_reconnect(uint64_t now);
 
  private:
-  Result<std::shared_ptr<Request>> rma(proto::Op op, void* buffer, size_t length,
-                                       uint64_t remote_addr, const Rkey& rkey,
-                                       const RequestParams& params);
   /// The immediate entry of the first range of the host put tables, when
   /// both (registered buffer or not) agree on it and a put there completes
   /// in the call (short, bcopy); entry.max 0: none. Set by build_entries().
@@ -106,13 +108,6 @@ class EndpointImpl final : public Endpoint {
   /// (entries_[put 0, get 1][memory type][registered]), and first_put_:
   /// once, when the endpoint connects.
   void build_entries();
-  /// A host-memory put of 1..first_put_.entry.max bytes without a rail
-  /// preference, done in the call by first_put_'s entry: true once done,
-  /// counted and its callback run (its request is the worker's completed
-  /// one, done_); false when it was not (rma() then takes it, checks and
-  /// all).
-  bool put_first_now(const void* buffer, size_t length, uint64_t remote_addr, const Rkey& rkey,
-                     const RequestParams& params);
   /// Posts [buffer, +length) as the one slice `entry` (of a `kind` range)
   /// moves, with the call proto::slice_call() picks on its lane: Ok when
   /// the transport did it in the call, InProgress when posted on `slot`'s
@@ -207,7 +202,6 @@ class EndpointImpl final : public Endpoint {
   /// Per range of each table (build_entries()).
   std::vector<proto::RmaEntry> entries_[2][proto::kProtoMemTypes][2];
   proto::AmOrder am_order_;  ///< its active messages waiting for room, oldest first
-  Request* done_;            ///< the worker's completed request (Worker::completed_request)
   std::vector<std::unique_ptr<uct::Endpoint>> uct_eps_;  ///< per lane
   std::vector<proto::LaneRuntime> runtime_;              ///< per lane; ops point into it
   bool closed_ = false;

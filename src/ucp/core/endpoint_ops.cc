@@ -285,6 +285,7 @@ void EndpointImpl::build_entries() {
   // they agree on it (a message there goes the same way registered or not)
   // and it completes in the call (short, bcopy).
   first_put_ = {};
+  put_now_max_ = 0;
   const std::vector<proto::RmaEntry>& unreg = entries_[0][0][0];
   const std::vector<proto::RmaEntry>& reg = entries_[0][0][1];
   const proto::ProtoTable& t = protocols_->table(proto::Op::Put, false);
@@ -298,6 +299,7 @@ void EndpointImpl::build_entries() {
   first_put_.kind = kind;
   first_put_.entry = {unreg[0].lane,
                       std::min({unreg[0].max, reg[0].max, t.ranges()[0].max, rt.ranges()[0].max})};
+  put_now_max_ = first_put_.entry.max;
 }
 
 // rma()'s checks for what first_put_ covers, without the table lookup,
@@ -319,6 +321,20 @@ bool EndpointImpl::put_first_now(const void* buffer, size_t length, uint64_t rem
   }
   if (params.callback) params.callback(Status::Ok);
   return true;
+}
+
+// Endpoint::put_nbx's two calls. put_now is the path of the smallest puts:
+// put_first_now is folded into it (flatten: no second call there).
+[[gnu::flatten]] bool Endpoint::put_now(const void* buffer, size_t length, uint64_t remote_addr,
+                                        const Rkey& rkey, const RequestParams& params) {
+  return impl(*this).put_first_now(buffer, length, remote_addr, rkey, params);
+}
+
+Result<std::shared_ptr<Request>> Endpoint::put(const void* buffer, size_t length,
+                                               uint64_t remote_addr, const Rkey& rkey,
+                                               const RequestParams& params) {
+  return impl(*this).rma(proto::Op::Put, const_cast<void*>(buffer), length, remote_addr, rkey,
+                         params);
 }
 
 Result<std::shared_ptr<Request>> EndpointImpl::get_nbx(void* buffer, size_t length,
