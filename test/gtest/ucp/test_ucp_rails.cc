@@ -6,6 +6,8 @@
 // cut mid-transfer. Bytes per lane come from LaneRuntime::rma_bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/net_util.h"
 #include "ucp/api/ucp.h"
 #include "ucp/core/endpoint.h"
@@ -131,6 +133,37 @@ TEST_F(UcpRails, WithoutPreferenceBothRailsCarry) {
   EXPECT_GT(bytes(lo_), lo0);
   EXPECT_GT(bytes(other_), other0);
   EXPECT_EQ(bytes(lo_) - lo0 + bytes(other_) - other0, kSize);
+}
+
+// The API's view of the lanes (Endpoint::lane_info, Worker::resource_names,
+// Worker::iface_resources) says what the endpoint itself holds.
+TEST_F(UcpRails, LaneInfoIsWhatTheEndpointHolds) {
+  put(kSize, nullptr);
+  const ucp::EndpointImpl& e = ucp::impl(*ep_);
+  const std::vector<LaneInfo> info = ep_->lane_info();
+  const std::vector<std::string> names = workers_[0]->resource_names();
+  ASSERT_EQ(info.size(), e.lanes().lanes.size());
+  for (size_t i = 0; i < info.size(); ++i) {
+    SCOPED_TRACE("lane " + std::to_string(i));
+    const wireup::Lane& l = e.lanes().lanes[i];
+    const wireup::AddressEntry& remote = e.peer().ifaces[l.remote];
+    EXPECT_EQ(info[i].lane, i);
+    EXPECT_EQ(info[i].local_resource, l.local);
+    EXPECT_EQ(info[i].local_device, ucp::impl(*workers_[0]).local_resources()[l.local].name());
+    EXPECT_EQ(names.at(l.local), info[i].local_device);
+    EXPECT_EQ(info[i].remote_device, remote.tl_name + "/" + remote.dev_name);
+    EXPECT_TRUE(info[i].healthy);
+    EXPECT_EQ(info[i].rma_bytes, e.lane_runtime()[i].rma_bytes);
+    EXPECT_EQ(info[i].rma_done_bytes, info[i].rma_bytes) << "flushed, so every byte completed";
+  }
+  EXPECT_GT(info[lo_].rma_bytes, 0u);
+  EXPECT_GT(info[other_].rma_bytes, 0u);
+  const std::vector<size_t> opened = workers_[0]->iface_resources();
+  EXPECT_EQ(opened.size(), ucp::impl(*workers_[0]).ifaces().size());
+  for (const LaneInfo& li : info) {
+    EXPECT_NE(std::find(opened.begin(), opened.end(), li.local_resource), opened.end())
+        << li.local_device << " carries a lane but has no iface";
+  }
 }
 
 TEST_F(UcpRails, PreferredDeviceCarriesEveryByte) {
