@@ -17,6 +17,7 @@
 #include "ucp/api/endpoint.h"
 #include "ucp/proto/am_op.h"
 #include "ucp/proto/ep_protocols.h"
+#include "ucp/proto/flush_op.h"
 #include "ucp/proto/lane_runtime.h"
 #include "ucp/proto/rma_op.h"
 #include "ucp/proto/staging_op.h"
@@ -207,15 +208,8 @@ class EndpointImpl final : public Endpoint {
   bool closed_ = false;
   bool counted_ = false;  ///< its lanes are counted in the worker's ifaces (WorkerIface::lanes)
   std::vector<LaneReconnect> reconnect_;  ///< per lane
-  /// Lanes that failed while holding data completed locally (short, bcopy,
-  /// eager AM) and not yet flushed: each may have lost it. A flush fails when
-  /// such a loss happened after the previous flush took the count
-  /// (loss_taken_), so the loss reaches the flushes pending then and the
-  /// first one made after it, never none: a lane reconnected since has
-  /// nothing outstanding that would tell.
-  uint64_t loss_epoch_ = 0;
-  uint64_t loss_taken_ = 0;
-  Status loss_status_ = Status::Ok;  ///< the failure behind the latest loss
+  /// Its lanes' losses of locally completed data, for its flushes.
+  proto::LossCount losses_;
 };
 
 /// The endpoint behind `ep` (every Endpoint is one).

@@ -447,14 +447,12 @@ Result<std::shared_ptr<Request>> EndpointImpl::flush(const RequestParams& params
   }
   const uint64_t seq = worker_->next_seq();
   WorkerImpl* w = worker_;
-  const uint64_t losses_before = loss_taken_;
-  loss_taken_ = loss_epoch_;
   auto op = std::make_unique<proto::FlushOp>(
       [w, this, seq] { return w->completed_before(this, seq); }, std::move(targets),
       [this](size_t lane) {
         return is_error(runtime_[lane].status) && !runtime_[lane].local_completions;
       },
-      [this, losses_before] { return loss_epoch_ > losses_before ? loss_status_ : Status::Ok; });
+      losses_.take());
   return worker_->submit(std::move(op), params, this);
 }
 

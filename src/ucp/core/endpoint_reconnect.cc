@@ -34,9 +34,8 @@ void EndpointImpl::lane_failed(size_t lane, Status status, const std::string& wh
   runtime_[lane].status = status;
   if (runtime_[lane].local_completions) {
     // What completed locally there may never arrive: flushes must say so
-    // (see loss_epoch_), whatever becomes of the lane.
-    ++loss_epoch_;
-    loss_status_ = status;
+    // (proto::LossCount), whatever becomes of the lane.
+    losses_.note(status);
     worker_->note_loss(status);
     runtime_[lane].local_completions = false;
   }

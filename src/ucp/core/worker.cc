@@ -263,12 +263,9 @@ Result<std::shared_ptr<Request>> WorkerImpl::flush(const RequestParams& params) 
     targets.push_back([iface](uct::Completion* comp) { return iface->flush(comp); });
   }
   const uint64_t seq = next_seq_;
-  const uint64_t losses_before = loss_taken_;
-  loss_taken_ = loss_epoch_;
-  auto op = std::make_unique<proto::FlushOp>(
-      [this, seq] { return completed_before(nullptr, seq); }, std::move(targets),
-      std::function<bool(size_t)>(),
-      [this, losses_before] { return loss_epoch_ > losses_before ? loss_status_ : Status::Ok; });
+  auto op = std::make_unique<proto::FlushOp>([this, seq] { return completed_before(nullptr, seq); },
+                                             std::move(targets), std::function<bool(size_t)>(),
+                                             losses_.take());
   return submit(std::move(op), params);
 }
 

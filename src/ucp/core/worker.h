@@ -18,6 +18,7 @@
 
 #include "ucp/api/worker.h"
 #include "ucp/proto/ep_protocols.h"
+#include "ucp/proto/flush_op.h"
 #include "ucp/proto/rma_op.h"
 #include "ucp/proto/staging_op.h"
 #include "ucp/wireup/address.h"
@@ -192,10 +193,7 @@ class WorkerImpl final : public Worker {
   Result<StagingPath> staging_path(const proto::Staging& st);
   /// A lane of an endpoint failed holding data that had completed locally
   /// (EndpointImpl::lane_failed): the next worker flush fails with `status`.
-  void note_loss(Status status) {
-    ++loss_epoch_;
-    loss_status_ = status;
-  }
+  void note_loss(Status status) { losses_.note(status); }
 
  private:
   explicit WorkerImpl(Context* context);
@@ -248,12 +246,9 @@ class WorkerImpl final : public Worker {
   uint64_t progress_calls_ = 0;
   uint64_t next_sweep_ns_ = 0;  ///< progress() sweeps quiet ifaces from then on
   uint64_t next_seq_ = 1;
-  /// Losses of locally completed data on any endpoint (note_loss), as
-  /// EndpointImpl's for one: a worker flush fails when one happened after
-  /// the previous worker flush took the count (loss_taken_).
-  uint64_t loss_epoch_ = 0;
-  uint64_t loss_taken_ = 0;
-  Status loss_status_ = Status::Ok;
+  /// Losses of locally completed data on any endpoint (note_loss), for
+  /// the worker's flushes.
+  proto::LossCount losses_;
   uint64_t next_message_id_ = 1;
   // Rendezvous: the sender's ops awaiting an acknowledgement, by id; the
   // receiver's requests to send not yet started, receptions, and endpoints

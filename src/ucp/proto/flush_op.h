@@ -3,6 +3,7 @@
 // endpoints or ifaces and completes when they all have.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <vector>
@@ -16,6 +17,34 @@ namespace mc::ucp::proto {
 /// later), NoResource (retry later) or an error.
 using FlushTarget = std::function<ucs::Status(uct::Completion* comp)>;
 
+/// Losses of data that had completed locally (short, bcopy, eager AM) on a
+/// lane that then failed: each may never have arrived, and no flush of the
+/// lanes left can tell. A flush fails when such a loss happened after the
+/// previous flush took the count, so a loss reaches the flushes pending
+/// then and the first one made after it, never none (a lane reconnected
+/// since has nothing outstanding that would tell). An endpoint keeps one
+/// for its flushes, the worker one for its own (which cover every endpoint).
+class LossCount {
+ public:
+  /// A loss, with the lane's failure.
+  void note(ucs::Status status) {
+    ++epoch_;
+    status_ = status;
+  }
+  /// For a flush starting now: takes the count, and returns its FlushOp's
+  /// `lost`. The count must outlive the flush.
+  std::function<ucs::Status()> take() {
+    const uint64_t before = taken_;
+    taken_ = epoch_;
+    return [this, before] { return epoch_ > before ? status_ : ucs::Status::Ok; };
+  }
+
+ private:
+  uint64_t epoch_ = 0;
+  uint64_t taken_ = 0;
+  ucs::Status status_ = ucs::Status::Ok;  ///< the failure behind the latest loss
+};
+
 class FlushOp : public RequestOp {
  public:
   /// `prior_done` says when every earlier request has completed.
@@ -26,8 +55,7 @@ class FlushOp : public RequestOp {
   /// had completed locally (short, bcopy, eager AM) was lost with a failed
   /// lane, which no flush of the lanes left can tell.
   FlushOp(std::function<bool()> prior_done, std::vector<FlushTarget> targets,
-          std::function<bool(size_t)> lane_failed = {},
-          std::function<ucs::Status()> lost = {});
+          std::function<bool(size_t)> lane_failed = {}, std::function<ucs::Status()> lost = {});
 
   ucs::Status progress() override;
   void abort() override { aborted_ = true; }

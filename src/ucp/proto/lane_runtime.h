@@ -24,7 +24,7 @@ struct LaneRuntime {
   /// A put or active message completed locally on it (short, bcopy): only a
   /// flush tells whether it arrived, so a flush error on this lane counts
   /// even after the lane failed. Set by the ops; cleared when the lane fails,
-  /// which counts as a possible loss (EndpointImpl::loss_epoch_).
+  /// which counts as a possible loss (proto::LossCount).
   mutable bool local_completions = false;
   /// Payload bytes of the put and get slices posted on it (statistics,
   /// tests, the Transfer Engine's path report). Never cleared.
