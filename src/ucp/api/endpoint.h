@@ -34,15 +34,19 @@ struct LaneRank {
   bool carries = false;
 };
 
-/// What one lane of an endpoint is and has carried (Endpoint::lane_info).
-struct LaneInfo {
+/// What one lane of an endpoint has carried (Endpoint::lane_counters).
+struct LaneCounters {
   size_t lane = 0;              ///< endpoint lane
-  size_t local_resource = 0;    ///< its resource, into Worker::resource_names()
-  std::string local_device;     ///< "tcp/lo"
-  std::string remote_device;    ///< the peer's "tcp/lo"
+  size_t local_resource = 0;    ///< its resource, into Context::resources()
   bool healthy = true;          ///< false once the lane failed
   uint64_t rma_bytes = 0;       ///< bytes of puts and gets posted on it
   uint64_t rma_done_bytes = 0;  ///< of which completed
+};
+
+/// What one lane of an endpoint is and has carried (Endpoint::lane_info).
+struct LaneInfo : LaneCounters {
+  std::string local_device;   ///< "tcp/lo"
+  std::string remote_device;  ///< the peer's "tcp/lo"
 };
 
 /// Made by Worker::ep_create(). Thread safety: as its worker. Destroying an
@@ -115,8 +119,11 @@ class Endpoint {
   std::vector<LaneRank> rank_lanes(const RailPreference& rails) const;
 
   /// Every lane, in lane order: devices and bytes carried (tools, the
-  /// Transfer Engine's getSegmentPaths and NIC load).
+  /// Transfer Engine's getSegmentPaths).
   std::vector<LaneInfo> lane_info() const;
+  /// The same without the device names, into `*out` (its capacity reused):
+  /// what a sampler reads often (the Transfer Engine's NIC load).
+  void lane_counters(std::vector<LaneCounters>* out) const;
 
  protected:
   Endpoint() = default;  ///< only EndpointImpl derives

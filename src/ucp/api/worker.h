@@ -128,9 +128,6 @@ class Worker {
   /// that detect memory types tell it (their range caches); Host when none
   /// claims it.
   uct::MemType detect_mem_type(const void* buffer, size_t length) const;
-  /// The name of every resource of the context ("tcp/lo"), in resource
-  /// order: what LaneInfo::local_resource indexes.
-  std::vector<std::string> resource_names() const;
   /// The resources (into Context::resources()) whose ifaces opened, in
   /// resource order.
   std::vector<size_t> iface_resources() const;

@@ -178,15 +178,22 @@ void EndpointImpl::print(std::ostream& os) const {
   protocols_->print(os);
 }
 
-std::vector<LaneInfo> EndpointImpl::lane_info() const {
-  std::vector<LaneInfo> out;
-  const std::vector<wireup::LocalResource>& local = worker_->local_resources();
+void EndpointImpl::lane_counters(std::vector<LaneCounters>* out) const {
+  out->clear();
   for (size_t i = 0; i < selection_.lanes.size() && i < runtime_.size(); ++i) {
-    const wireup::Lane& lane = selection_.lanes[i];
-    const wireup::AddressEntry& remote = peer_.ifaces[lane.remote];
-    out.push_back({i, lane.local, local[lane.local].name(), remote.tl_name + "/" + remote.dev_name,
-                   !is_error(runtime_[i].status), runtime_[i].rma_bytes,
-                   runtime_[i].rma_done_bytes});
+    out->push_back({i, selection_.lanes[i].local, !is_error(runtime_[i].status),
+                    runtime_[i].rma_bytes, runtime_[i].rma_done_bytes});
+  }
+}
+
+std::vector<LaneInfo> EndpointImpl::lane_info() const {
+  std::vector<LaneCounters> counters;
+  lane_counters(&counters);
+  const std::vector<ResourceInfo>& local = worker_->context().resources();
+  std::vector<LaneInfo> out;
+  for (const LaneCounters& c : counters) {
+    const wireup::AddressEntry& remote = peer_.ifaces[selection_.lanes[c.lane].remote];
+    out.push_back({c, local[c.local_resource].name(), remote.tl_name + "/" + remote.dev_name});
   }
   return out;
 }
@@ -228,6 +235,10 @@ std::vector<LaneRank> Endpoint::rank_lanes(const RailPreference& rails) const {
 
 std::vector<LaneInfo> Endpoint::lane_info() const {
   return impl(*this).lane_info();
+}
+
+void Endpoint::lane_counters(std::vector<LaneCounters>* out) const {
+  impl(*this).lane_counters(out);
 }
 
 }  // namespace mc::ucp

@@ -44,6 +44,7 @@ class EndpointImpl final : public Endpoint {
   void print(std::ostream& os) const;
   std::vector<LaneRank> rank_lanes(const RailPreference& rails) const;
   std::vector<LaneInfo> lane_info() const;
+  void lane_counters(std::vector<LaneCounters>* out) const;
 
   /// The peer's unpacked address.
   const wireup::WorkerAddress& peer() const { return peer_; }

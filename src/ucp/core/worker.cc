@@ -130,12 +130,6 @@ int WorkerImpl::iface_of(size_t resource) const {
   return -1;
 }
 
-std::vector<std::string> WorkerImpl::resource_names() const {
-  std::vector<std::string> out;
-  for (const wireup::LocalResource& r : local_) out.push_back(r.name());
-  return out;
-}
-
 std::vector<size_t> WorkerImpl::iface_resources() const {
   std::vector<size_t> out;
   for (const WorkerIface& wi : ifaces_) out.push_back(wi.resource);
@@ -428,9 +422,6 @@ uct::MemType Worker::detect_mem_type(const void* buffer, size_t length) const {
   return impl(*this).detect_mem_type(buffer, length);
 }
 
-std::vector<std::string> Worker::resource_names() const {
-  return impl(*this).resource_names();
-}
 std::vector<size_t> Worker::iface_resources() const {
   return impl(*this).iface_resources();
 }

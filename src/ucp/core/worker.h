@@ -103,7 +103,6 @@ class WorkerImpl final : public Worker {
   Result<std::unique_ptr<EndpointImpl>> ep_create(std::span<const uint8_t> address);
   Result<std::shared_ptr<Request>> flush(const RequestParams& params = {});
   uct::MemType detect_mem_type(const void* buffer, size_t length) const;
-  std::vector<std::string> resource_names() const;
   std::vector<size_t> iface_resources() const;
 
   /// The ifaces, in resource order.

@@ -25,14 +25,15 @@ constexpr double kLoadWeight = 1.0 / 8;
 }  // namespace
 
 std::vector<uint64_t> TransferEngine::Impl::lane_load_locked(std::vector<uint64_t>* done) const {
-  const size_t n = worker_->resource_names().size();
+  const size_t n = context_->resources().size();
   std::vector<uint64_t> inflight(n, 0);
   if (done) done->assign(n, 0);
+  std::vector<ucp::LaneCounters> lanes;  // one buffer for every endpoint
   endpoints_->for_each([&](te::EpEntry& e) {
     if (!e.ep) return;
-    const std::vector<ucp::LaneInfo> lanes = e.ep->lane_info();
+    e.ep->lane_counters(&lanes);
     if (done) e.done_sampled.resize(lanes.size(), 0);
-    for (const ucp::LaneInfo& l : lanes) {
+    for (const ucp::LaneCounters& l : lanes) {
       if (l.local_resource >= n) continue;
       inflight[l.local_resource] += l.rma_bytes - l.rma_done_bytes;
       if (done) {
@@ -73,11 +74,11 @@ int TransferEngine::Impl::nic_load(std::vector<NicLoadStat>& out) const {
     return -1;
   }
   const std::vector<uint64_t> inflight = lane_load_locked(nullptr);
-  const std::vector<std::string> resources = worker_->resource_names();
+  const std::vector<ucp::ResourceInfo>& resources = context_->resources();
   out.clear();
   for (size_t d = 0; d < resources.size(); ++d) {
     const double ewma = d < load_ewma_.size() ? load_ewma_[d].first : 0.0;
-    out.push_back({resources[d], inflight[d], ewma});
+    out.push_back({resources[d].name(), inflight[d], ewma});
   }
   return 0;
 }

@@ -135,13 +135,15 @@ TEST_F(UcpRails, WithoutPreferenceBothRailsCarry) {
   EXPECT_EQ(bytes(lo_) - lo0 + bytes(other_) - other0, kSize);
 }
 
-// The API's view of the lanes (Endpoint::lane_info, Worker::resource_names,
+// The API's view of the lanes (Endpoint::lane_info and lane_counters,
 // Worker::iface_resources) says what the endpoint itself holds.
 TEST_F(UcpRails, LaneInfoIsWhatTheEndpointHolds) {
   put(kSize, nullptr);
   const ucp::EndpointImpl& e = ucp::impl(*ep_);
   const std::vector<LaneInfo> info = ep_->lane_info();
-  const std::vector<std::string> names = workers_[0]->resource_names();
+  const std::vector<ResourceInfo>& resources = ctx_->resources();
+  std::vector<LaneCounters> counters;
+  ep_->lane_counters(&counters);
   ASSERT_EQ(info.size(), e.lanes().lanes.size());
   for (size_t i = 0; i < info.size(); ++i) {
     SCOPED_TRACE("lane " + std::to_string(i));
@@ -150,11 +152,14 @@ TEST_F(UcpRails, LaneInfoIsWhatTheEndpointHolds) {
     EXPECT_EQ(info[i].lane, i);
     EXPECT_EQ(info[i].local_resource, l.local);
     EXPECT_EQ(info[i].local_device, ucp::impl(*workers_[0]).local_resources()[l.local].name());
-    EXPECT_EQ(names.at(l.local), info[i].local_device);
+    EXPECT_EQ(resources.at(l.local).name(), info[i].local_device);
     EXPECT_EQ(info[i].remote_device, remote.tl_name + "/" + remote.dev_name);
     EXPECT_TRUE(info[i].healthy);
     EXPECT_EQ(info[i].rma_bytes, e.lane_runtime()[i].rma_bytes);
     EXPECT_EQ(info[i].rma_done_bytes, info[i].rma_bytes) << "flushed, so every byte completed";
+    ASSERT_LT(i, counters.size());
+    EXPECT_EQ(counters[i].local_resource, info[i].local_resource);
+    EXPECT_EQ(counters[i].rma_bytes, info[i].rma_bytes);
   }
   EXPECT_GT(info[lo_].rma_bytes, 0u);
   EXPECT_GT(info[other_].rma_bytes, 0u);
