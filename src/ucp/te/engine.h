@@ -10,7 +10,7 @@
 // (serves the descriptor and notifications), the Notifier's sending and
 // keyer threads, the metadata refresher (engine_refresh.cc: puts this
 // engine's keys again when the store lost them), and the metadata backend's
-// own.
+// own. Each is named (mc_te_progress, mc_te_rpc, ...: docs/transfer-engine.md).
 // Lock order: publish_mu_ -> mu_ -> the Notifier's lock. mu_ guards every
 // member below it and every UCP call (UCP is single-threaded per worker); it
 // is never held across a network round trip (handshake, metadata store,

@@ -36,6 +36,7 @@
 #include "ucp/te/engine.h"
 #include "ucp/te/handshake.h"
 #include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
 
 namespace mc {
 
@@ -185,6 +186,7 @@ void TransferEngine::Impl::stop_refresher() {
 }
 
 void TransferEngine::Impl::refresh_loop() {
+  ucs::set_thread_name("mc_te_refresh");
   std::unique_lock<std::mutex> guard(refresh_mu_);
   while (!refresh_stop_) {
     refresh_cv_.wait_for(guard, refresh_interval_, [this] { return refresh_stop_; });

@@ -383,6 +383,7 @@ unsigned TransferEngine::Impl::post_pending_locked(uint64_t now) {
 }
 
 void TransferEngine::Impl::progress_loop() {
+  ucs::set_thread_name("mc_te_progress");
   std::unique_lock<std::mutex> lock(mu_);
   load_sampled_ns_ = ucs::monotonic_ns();
   uint64_t last_events_ns = 0;

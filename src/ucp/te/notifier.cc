@@ -92,6 +92,7 @@ Status Notifier::send(std::string target, std::string name, std::string msg) {
 }
 
 void Notifier::send_loop() {
+  ucs::set_thread_name("mc_te_notify");
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !outbox_.empty(); });
@@ -284,6 +285,7 @@ RpcReply Notifier::on_key(std::string_view body, const std::string& peer) {
 }
 
 void Notifier::key_loop() {
+  ucs::set_thread_name("mc_te_notifykey");
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !key_jobs_.empty(); });

@@ -221,6 +221,7 @@ Status RpcServer::bind_listen() {
 }
 
 void RpcServer::run() {
+  ucs::set_thread_name("mc_te_rpc");
   std::vector<pollfd> fds;
   std::vector<std::list<Conn>::iterator> polled;
   for (;;) {

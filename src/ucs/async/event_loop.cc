@@ -221,6 +221,7 @@ bool EventLoop::in_loop_thread() const {
 }
 
 void EventLoop::run() {
+  set_thread_name("mc_async");
   driver_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   while (!stop_requested_.load(std::memory_order_acquire)) {
     // An epoll_wait failure here has no caller to return to; it was logged,

@@ -4,15 +4,16 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <cstdio>
 #include <functional>
 #include <random>
 
@@ -171,6 +172,12 @@ std::string errno_string(int err) {
   // GNU strerror_r may return a static string instead of filling buf.
   const char* text = strerror_r(err, buf, sizeof(buf));
   return text;
+}
+
+void set_thread_name(const char* name) {
+  char cut[16] = {};
+  std::strncpy(cut, name, sizeof(cut) - 1);
+  (void)pthread_setname_np(pthread_self(), cut);
 }
 
 uint64_t monotonic_ns() {

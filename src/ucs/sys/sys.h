@@ -59,6 +59,10 @@ std::string errno_string(int err);
 /// so for EMFILE, ENFILE, ENOBUFS, ENOMEM: those want a pause).
 bool accept_retry_now(int err);
 
+/// Names the calling thread for top -H, ps -L and gdb (mc_*: the kernel
+/// keeps 15 characters; a longer name is cut there).
+void set_thread_name(const char* name);
+
 /// Monotonic time in nanoseconds.
 uint64_t monotonic_ns();
 /// Monotonic time in nanoseconds at the resolution of the kernel's tick

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host identity, page sizes, free ports.
+// Host identity, page sizes, free ports, thread names.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
 
 #include "ucs/sys/sys.h"
 
@@ -58,6 +62,26 @@ TEST(Sys, ErrnoTextAndClock) {
   const uint64_t a = monotonic_ns();
   const uint64_t b = monotonic_ns();
   EXPECT_LE(a, b);
+}
+
+// The name shows in /proc (what top -H and ps -L read); a longer one is
+// cut to the kernel's 15 characters instead of being refused.
+TEST(Sys, ThreadNameIsWhatProcShows) {
+  std::string name, cut;
+  std::thread([&] {
+    const auto comm = [] {
+      std::ifstream f("/proc/thread-self/comm");
+      std::string line;
+      std::getline(f, line);
+      return line;
+    };
+    set_thread_name("mc_test");
+    name = comm();
+    set_thread_name("mc_a_name_longer_than_fifteen");
+    cut = comm();
+  }).join();
+  EXPECT_EQ(name, "mc_test");
+  EXPECT_EQ(cut, "mc_a_name_longe");
 }
 
 }  // namespace

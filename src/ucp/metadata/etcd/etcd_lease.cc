@@ -7,6 +7,7 @@
 
 #include "ucp/metadata/etcd/etcd_store.h"
 #include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
 
 namespace mc::metadata::etcd {
 
@@ -54,6 +55,7 @@ Status EtcdStore::ensure_lease(int64_t* id) {
 }
 
 void EtcdStore::keepalive_loop() {
+  ucs::set_thread_name("mc_etcd_lease");
   std::unique_lock<std::mutex> guard(lease_lock_);
   while (!stopping_) {
     const auto period = std::chrono::milliseconds(std::max<int64_t>(lease_ttl_ * 1000 / 3, 200));

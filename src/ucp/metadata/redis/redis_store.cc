@@ -34,6 +34,7 @@
 #include "ucs/config/parser.h"
 #include "ucs/config/registry.h"
 #include "ucs/config/table.h"
+#include "ucs/sys/sys.h"
 
 namespace mc::metadata::redis {
 
@@ -313,6 +314,7 @@ class RedisStore final : public StoreBase {
 
   // Every third of the TTL (at least 200 ms), sets each leased key again.
   void refresh_loop() {
+    ucs::set_thread_name("mc_redis_ttl");
     const auto period = std::max<std::chrono::milliseconds>(
         std::chrono::duration_cast<std::chrono::milliseconds>(options_.lease_ttl) / 3,
         std::chrono::milliseconds(200));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ucs/log/log.h"
+#include "ucs/sys/sys.h"
 
 namespace mc::uct::cuda {
 
@@ -207,6 +208,7 @@ void IpcServer::serve(int conn) {
 }
 
 void IpcServer::run() {
+  ucs::set_thread_name("mc_cuda_ipc");
   for (;;) {
     std::vector<pollfd> fds{{stop_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     {
