@@ -188,7 +188,10 @@ te_limits() {
 
 # te_lat next to UCP put latency over the same transport, per size: p50,
 # p99, p99.9 of mc_perftest -t te_lat, and ucp_put_lat's median half round
-# trip x 2 (a write completes when the put is acknowledged: a round trip).
+# trip x 2 (a write completes when the put is acknowledged: a round trip),
+# with tcp's sockets served in the test threads' progress (UCX's way, the
+# default) and on an event-loop thread (--async thread: the engine's way,
+# so a target that never calls the engine is served).
 te_latency() {
   local n=2000; [ "$quick" = yes ] && n=300
   for sel in tcp default; do
@@ -204,14 +207,19 @@ te_latency() {
       stop_bg
       for s in $te_lat_sizes; do
         local row; row=$(grep "^result test=te_lat op=$op block=$s " "$ilog")
-        local p50 p99 p999 ucp
+        local p50 p99 p999 ucp thr
         p50=$(echo "$row" | sed -n 's/.* p50_us=\([0-9.]*\).*/\1/p')
         p99=$(echo "$row" | sed -n 's/.* p99_us=\([0-9.]*\).*/\1/p')
         p999=$(echo "$row" | sed -n 's/.* p999_us=\([0-9.]*\).*/\1/p')
         # --alloc heap: registered user memory, as the engine's (sm moves it by CMA).
         ucp=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc heap "${x[@]}")
         ucp=$(awk -v v="$ucp" 'BEGIN { print (v == "NA") ? "NA" : sprintf("%.3f", 2 * v) }')
-        echo "$sel $op $s ${p50:-NA} ${p99:-NA} ${p999:-NA} $ucp" >> "$out/te_lat.txt"
+        server_args=(--async thread)
+        thr=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc heap "${x[@]}" \
+          --async thread)
+        server_args=()
+        thr=$(awk -v v="$thr" 'BEGIN { print (v == "NA") ? "NA" : sprintf("%.3f", 2 * v) }')
+        echo "$sel $op $s ${p50:-NA} ${p99:-NA} ${p999:-NA} $ucp $thr" >> "$out/te_lat.txt"
       done
     done
   done
@@ -267,12 +275,13 @@ report_te_class() {
   if [ -s "$out/te_lat.txt" ]; then
     echo
     echo "te_lat: one task per batch, usec from submitTransfer to COMPLETED; ucp-rtt: 2 x ucp_put_lat's median"
-    echo "half round trip over the same transport; over = te p50 - ucp-rtt (the engine's own cost)"
-    printf '%-8s %-5s %6s %9s %9s %9s %9s %9s %6s\n' sel op size p50 p99 p99.9 ucp-rtt over p50/ucp
-    while read -r sel op s p50 p99 p999 ucp; do
+    echo "half round trip over the same transport (ucp-thr: with --async thread, sockets served by an"
+    echo "event-loop thread as in the engine); over = te p50 - ucp-rtt (the engine's own cost)"
+    printf '%-8s %-5s %6s %9s %9s %9s %9s %9s %9s %6s %6s\n' sel op size p50 p99 p99.9 ucp-rtt ucp-thr over p50/ucp p50/thr
+    while read -r sel op s p50 p99 p999 ucp thr; do
       local over; over=$(awk -v a="$p50" -v b="$ucp" 'BEGIN { print (a == "NA" || b == "NA") ? "NA" : sprintf("%.3f", a - b) }')
-      printf '%-8s %-5s %6s %9s %9s %9s %9s %9s %6s\n' "$sel" "$op" "$s" "$p50" "$p99" "$p999" "$ucp" "$over" "$(ratio2 "$p50" "$ucp")"
-      parsable+=("cmp=te_lat_${op}_${sel} size=$s metric=lat_us mc=$p50 peer=$ucp ratio=$(ratio2 "$p50" "$ucp") p99=$p99 p999=$p999 peer_tool=ucp_put_rtt")
+      printf '%-8s %-5s %6s %9s %9s %9s %9s %9s %9s %6s %6s\n' "$sel" "$op" "$s" "$p50" "$p99" "$p999" "$ucp" "${thr:-NA}" "$over" "$(ratio2 "$p50" "$ucp")" "$(ratio2 "$p50" "${thr:-NA}")"
+      parsable+=("cmp=te_lat_${op}_${sel} size=$s metric=lat_us mc=$p50 peer=$ucp ratio=$(ratio2 "$p50" "$ucp") p99=$p99 p999=$p999 peer_tool=ucp_put_rtt peer_thread=${thr:-NA}")
     done < "$out/te_lat.txt"
   fi
 }

@@ -99,7 +99,7 @@ command -v ucx_perftest > /dev/null || { echo "bench-compare: no ucx_perftest af
 . "$(dirname "$0")/../test/integration/free_port.sh"   # free_port: a control port per run
 . "$(dirname "$0")/bench-compare-te.sh"   # the te class
 . "$(dirname "$0")/bench-compare-te-scale.sh"   # the te_scale class
-cpu_c=() cpu_s=()
+cpu_c=() cpu_s=() server_args=()  # server_args: options of the server side only (run_tool)
 [ "$pin" = yes ] && [ "$(nproc)" -ge 2 ] && { cpu_c=(-c 0); cpu_s=(-c 1); }
 
 # The final result row of a CSV report (-v): both tools print the same columns.
@@ -112,7 +112,8 @@ run_tool() {
   local bin=$mc extra=(--timeout 30) rc=0
   [ "$tool" = ucx ] && { bin=ucx_perftest; extra=(); }
   port=$(free_port) || exit 1
-  env $env timeout 90 "$bin" -p $port "${cpu_s[@]}" "${extra[@]}" > "$out/server.log" 2>&1 &
+  env $env timeout 90 "$bin" -p $port "${cpu_s[@]}" "${extra[@]}" "${server_args[@]}" \
+    > "$out/server.log" 2>&1 &
   local server=$!
   if [ "$tool" = ucx ]; then  # ucx_perftest's client does not retry: wait for the listener
     for _ in $(seq 50); do ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break; sleep 0.05; done

@@ -5,12 +5,14 @@
 // the notifications (over te::Notifier).
 //
 // Threads: the caller's threads (the API; submitTransfer posts its tasks
-// itself when none is queued), the progress thread (drives the UCP worker,
-// posts queued tasks, completes them), the RPC listener's thread
-// (serves the descriptor and notifications), the Notifier's sending and
-// keyer threads, the metadata refresher (engine_refresh.cc: puts this
-// engine's keys again when the store lost them), and the metadata backend's
-// own. Each is named (mc_te_progress, mc_te_rpc, ...: docs/transfer-engine.md).
+// itself when none is queued, and a status call on an unfinished task
+// progresses the worker once), the progress thread (drives the UCP worker,
+// posts queued tasks, completes them; naps while a caller polls), the RPC
+// listener's thread (serves the descriptor and notifications), the
+// Notifier's sending and keyer threads, the metadata refresher
+// (engine_refresh.cc: puts this engine's keys again when the store lost
+// them), and the metadata backend's own. Each is named (mc_te_progress,
+// mc_te_rpc, ...: docs/transfer-engine.md).
 // Lock order: publish_mu_ -> mu_ -> the Notifier's lock. mu_ guards every
 // member below it and every UCP call (UCP is single-threaded per worker); it
 // is never held across a network round trip (handshake, metadata store,
@@ -246,6 +248,10 @@ class TransferEngine::Impl {
 
   // engine_transfer.cc
   void progress_loop();
+  /// One pass of the worker, the file iface and the queue; how many events.
+  unsigned progress_once_locked(uint64_t now);
+  /// A status call's pass, for an unfinished task (progress_once_locked).
+  void caller_progress_locked();
   unsigned post_pending_locked(uint64_t now);  ///< how many tasks it posted
   bool post_task_locked(Task* task, uint64_t now);
   void flush_writes_locked(uint64_t now);
@@ -299,9 +305,11 @@ class TransferEngine::Impl {
   SegmentID next_segment_ = 0;
   std::map<BatchID, std::unique_ptr<Batch>> batches_;
   BatchID next_batch_ = 1;
-  std::deque<Task*> pending_;  ///< WAITING tasks to post
-  size_t inflight_ = 0;        ///< tasks PENDING in UCP
-  uint64_t last_post_ns_ = 0;  ///< when submit() last posted tasks itself
+  std::deque<Task*> pending_;     ///< WAITING tasks to post
+  size_t inflight_ = 0;           ///< tasks PENDING in UCP
+  uint64_t last_post_ns_ = 0;     ///< when submit() last posted tasks itself
+  uint64_t caller_poll_ns_ = 0;   ///< when a status call last progressed the worker
+  bool naps_for_caller_ = false;  ///< the progress thread waits because a caller polls
   /// Writes whose put is posted and whose flush is not, by endpoint, and
   /// those endpoints in posting order (post_pending_locked flushes them).
   std::map<const te::EpEntry*, std::vector<Task*>> unflushed_;
