@@ -19,7 +19,10 @@
 namespace mc {
 namespace {
 
-/// A status call progressed the worker less than this ago: a caller polls.
+/// Status calls that progressed the worker less than this ago and less
+/// than this apart: a caller polls (one that sleeps between its polls does
+/// not stand in for the progress thread, whose passes keep UCP's queued
+/// fragments moving).
 constexpr uint64_t kCallerPollNs = 100'000;
 /// Meanwhile the progress thread looks this often (a caller that stops
 /// polling leaves what it has in flight to the thread at most this late).
@@ -415,8 +418,10 @@ unsigned TransferEngine::Impl::progress_once_locked(uint64_t now) {
 // over tcp took 47-58 us, now 31 us, on the 2-CPU VM).
 void TransferEngine::Impl::caller_progress_locked() {
   if (stop_) return;
-  caller_poll_ns_ = ucs::monotonic_ns();
-  progress_once_locked(caller_poll_ns_);
+  const uint64_t now = ucs::monotonic_ns();
+  caller_poll_gap_ns_ = now - caller_poll_ns_;
+  caller_poll_ns_ = now;
+  progress_once_locked(now);
 }
 
 void TransferEngine::Impl::progress_loop() {
@@ -441,10 +446,11 @@ void TransferEngine::Impl::progress_loop() {
     // still progressed every millisecond for the transports' target-side
     // service.
     const uint64_t quiet_ns = now - last_events_ns;
-    // A caller polled in the last kCallerPollNs: it progresses, and this
-    // thread naps kCallerNapNs, which submit() does not cut short for tasks
-    // it posted itself.
-    const bool caller_polls = now - caller_poll_ns_ < kCallerPollNs;
+    // A caller polls (kCallerPollNs): it progresses, and this thread naps
+    // kCallerNapNs, which submit() does not cut short for tasks it posted
+    // itself.
+    const bool caller_polls =
+        now - caller_poll_ns_ < kCallerPollNs && caller_poll_gap_ns_ < kCallerPollNs;
     if (!busy || quiet_ns > 200000 || caller_polls) {
       const uint64_t wait_ns = caller_polls ? kCallerNapNs
                                : !busy      ? 1000000
