@@ -270,10 +270,14 @@ run_te_scale_class() {
     done
     for cap in $ts_caps; do
       local env=(); [ "$cap" = 0 ] || env=(MC_MAX_EP_PER_CTX=$cap)
-      local row; row=$(ts_fanout "$ts_evict_n" "${env[@]}" MC_LOG_LEVEL=debug)
-      local opened; opened=$(grep -c 'endpoint to segment .* opened' "$out/ts_initiator.log")
-      local evicted; evicted=$(grep -c 'endpoint store: evicting' "$out/ts_initiator.log")
-      local busy; busy=$(grep 'endpoint store: evicting' "$out/ts_initiator.log" | grep -vc '(0 operations')
+      local row; row=$(ts_fanout "$ts_evict_n" "${env[@]}")
+      # The initiator's endpoint store counters (getEndpointStoreStats).
+      local counters; counters=$(grep '^result test=te_endpoints ' "$out/ts_initiator.log")
+      local opened evicted busy
+      opened=$(echo "$counters" | sed -n 's/.* opened=\([0-9]*\).*/\1/p')
+      evicted=$(echo "$counters" | sed -n 's/.* evicted=\([0-9]*\).*/\1/p')
+      busy=$(echo "$counters" | sed -n 's/.* evicted_busy=\([0-9]*\).*/\1/p')
+      opened=${opened:-NA} evicted=${evicted:-NA} busy=${busy:-NA}
       local batches secs
       batches=$(sed -n 's/^result test=te_[a-z]* .* batches=\([0-9]*\) .*/\1/p' "$out/ts_initiator.log")
       secs=$(sed -n 's/^result test=te_[a-z]* .* seconds=\([0-9.]*\) .*/\1/p' "$out/ts_initiator.log")
@@ -344,7 +348,7 @@ report_te_scale_class() {
   if [ -s "$out/ts_evict.txt" ]; then
     echo
     echo "endpoint store at its limit: fan-out to $ts_evict_n targets with MC_MAX_EP_PER_CTX = cap (0: 65536),"
-    echo "the initiator at MC_LOG_LEVEL=debug (its endpoint lines counted); per eviction: the batch time"
+    echo "the initiator's endpoint store counters (getEndpointStoreStats); per eviction: the batch time"
     echo "above cap 0's, times batches / evictions"
     printf '%5s %24s %9s %9s %9s %9s %14s  %s\n' cap MB/s batches opened evicted in-flight us/eviction check
     local base=""

@@ -229,6 +229,10 @@ run_te() {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); s[kv[1]] = kv[2] }
         setups++
       }
+      /^result test=te_endpoints / {
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); e[kv[1]] = kv[2] }
+        stores++
+      }
       /^result test=te_(write|read) / {
         rows++
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
@@ -253,6 +257,11 @@ run_te() {
         if (setups != 1 || s["segments"] != 1) { print "no te_setup line for one segment"; exit 1 }
         if (!(s["open_p50_us"] > 0 && s["first_p50_us"] > 0 && s["steady_p50_us"] > 0 && s["rss_kib"] > 0)) {
           print "te_setup: a step not timed or no VmRSS"; exit 1
+        }
+        # The endpoint store: one segment, one endpoint, open, nothing evicted.
+        if (stores != 1) { print stores + 0 " te_endpoints lines, expected 1"; exit 1 }
+        if (e["opened"] != 1 || e["evicted"] != 0 || e["removed"] != 0 || e["cached"] != 1) {
+          print "te_endpoints: opened " e["opened"] ", evicted " e["evicted"] ", removed " e["removed"] ", cached " e["cached"] " for one segment"; exit 1
         }
       }
     ' "$out"); then

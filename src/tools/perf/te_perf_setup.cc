@@ -140,4 +140,19 @@ void report_setup(const Setup& s) {
       steady.max, s.rss_kib, opened, connected);
 }
 
+void report_endpoints(const TransferEngine& engine) {
+  EndpointStoreStats st;
+  if (engine.getEndpointStoreStats(st) != 0) return;
+  const unsigned long long opened = st.opened, evicted = st.evicted, busy = st.evicted_busy,
+                           removed = st.removed, cached = st.cached, draining = st.draining;
+  std::printf(
+      "  endpoints    %llu opened, %llu evicted (%llu with operations in flight), %llu removed; "
+      "%llu open now, %llu draining\n",
+      opened, evicted, busy, removed, cached, draining);
+  std::printf(
+      "result test=te_endpoints opened=%llu evicted=%llu evicted_busy=%llu removed=%llu "
+      "cached=%llu draining=%llu\n",
+      opened, evicted, busy, removed, cached, draining);
+}
+
 }  // namespace mc::perf

@@ -47,4 +47,8 @@ bool open_targets(TransferEngine& engine, const TeOptions& o, size_t needed,
 /// Prints the set-up and memory lines and 'result test=te_setup ...'.
 void report_setup(const Setup& s);
 
+/// Prints the engine's endpoint store counters (getEndpointStoreStats): a
+/// summary line and a `result test=te_endpoints` line.
+void report_endpoints(const TransferEngine& engine);
+
 }  // namespace mc::perf

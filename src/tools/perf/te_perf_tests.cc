@@ -354,6 +354,7 @@ int run_initiator(const TeOptions& o) {
   const bool ok = check_data(engine, o, local.data(), check.data(), targets, &result);
   report(o, seconds, batches.load(), transport, result);
   report_setup(setup);
+  report_endpoints(engine);
   if (ok && o.notify && o.test == "te_write" &&
       !measure_notify(engine, o, thread_requests(o, op, local.data(), targets, 0))) {
     return kExitFailed;

@@ -12,6 +12,8 @@ EndpointStore::EndpointStore(EndpointStoreType type, size_t capacity) {
   auto on_evict = [this](const int32_t& segment, Entry& entry) {
     MC_LOG(debug) << "endpoint store: evicting the endpoint of segment " << segment << " ("
                   << entry->inflight << " operations in flight drain first)";
+    counters_.evicted++;
+    counters_.evicted_busy += entry->inflight > 0 ? 1 : 0;
     retire(entry);
   };
   if (type == EndpointStoreType::Fifo) {
@@ -35,6 +37,7 @@ EndpointStore::Entry EndpointStore::get(int32_t segment) {
 }
 
 void EndpointStore::insert(int32_t segment, Entry entry) {
+  counters_.inserted++;
   std::visit([&](auto& c) { c->insert(segment, std::move(entry)); }, cache_);
 }
 
@@ -45,6 +48,7 @@ void EndpointStore::remove(int32_t segment) {
         if (e == nullptr) return;
         Entry taken = std::move(*e);
         c->erase(segment);
+        counters_.removed++;
         retire(taken);
       },
       cache_);

@@ -44,6 +44,13 @@ struct EpEntry {
 class EndpointStore {
  public:
   using Entry = std::shared_ptr<EpEntry>;
+  /// What the store did since it was made (TransferEngine::getEndpointStoreStats).
+  struct Counters {
+    uint64_t inserted = 0;      ///< entries added
+    uint64_t evicted = 0;       ///< taken out to make room
+    uint64_t evicted_busy = 0;  ///< of those, with operations in flight
+    uint64_t removed = 0;       ///< taken out by remove()
+  };
 
   EndpointStore(EndpointStoreType type, size_t capacity);
 
@@ -62,6 +69,7 @@ class EndpointStore {
   void retire_all();
   /// Entries retired and still draining.
   const std::vector<Entry>& retired() const { return retired_; }
+  const Counters& counters() const { return counters_; }
   /// Calls fn(EpEntry&) for every entry, cached or retired.
   template <typename Fn>
   void for_each(Fn&& fn) const {
@@ -77,6 +85,7 @@ class EndpointStore {
   void retire(Entry& entry);
 
   std::vector<Entry> retired_;
+  Counters counters_;
   std::variant<std::unique_ptr<Sieve>, std::unique_ptr<Fifo>> cache_;
 };
 

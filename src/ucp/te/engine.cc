@@ -732,4 +732,20 @@ size_t TransferEngine::Impl::endpoint_count() const {
   return endpoints_ ? endpoints_->size() : 0;
 }
 
+int TransferEngine::Impl::endpoint_store_stats(EndpointStoreStats& out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!endpoints_) {
+    MC_LOG(error) << "transfer engine: getEndpointStoreStats: engine not initialised";
+    return -1;
+  }
+  const te::EndpointStore::Counters& c = endpoints_->counters();
+  out.opened = c.inserted;
+  out.evicted = c.evicted;
+  out.evicted_busy = c.evicted_busy;
+  out.removed = c.removed;
+  out.cached = endpoints_->size();
+  out.draining = endpoints_->retired().size();
+  return 0;
+}
+
 }  // namespace mc

@@ -167,6 +167,7 @@ class TransferEngine::Impl {
 
   std::string ip_port() const;
   size_t endpoint_count() const;
+  int endpoint_store_stats(EndpointStoreStats& out) const;
 
   // engine_load.cc
   int warmup(SegmentHandle id);

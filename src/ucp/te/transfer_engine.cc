@@ -172,4 +172,8 @@ size_t TransferEngine::getEndpointCount() const {
   return guarded("getEndpointCount", size_t{0}, [&] { return impl_->endpoint_count(); });
 }
 
+int TransferEngine::getEndpointStoreStats(EndpointStoreStats& stats) const {
+  return guarded("getEndpointStoreStats", -1, [&] { return impl_->endpoint_store_stats(stats); });
+}
+
 }  // namespace mc

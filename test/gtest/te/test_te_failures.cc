@@ -180,6 +180,13 @@ TEST_P(TeEndpointCapacity, TwoEndpointsServeFivePeers) {
       EXPECT_LE(engine->getEndpointCount(), 2u);
     }
   }
+  // Five peers in turn through a store of two: no endpoint is still cached
+  // when its peer's turn comes again, so every transfer opened one.
+  EndpointStoreStats st;
+  ASSERT_EQ(engine->getEndpointStoreStats(st), 0);
+  EXPECT_EQ(st.opened, 10u);
+  EXPECT_EQ(st.evicted, 8u);
+  EXPECT_EQ(st.cached, 2u);
   // One batch to all five at once: evictions happen with work in flight,
   // and every task still completes with the right bytes.
   std::memset(local.data(), 0, local.size());
@@ -197,6 +204,9 @@ TEST_P(TeEndpointCapacity, TwoEndpointsServeFivePeers) {
     }
   }
   EXPECT_LE(engine->getEndpointCount(), 2u);
+  ASSERT_EQ(engine->getEndpointStoreStats(st), 0);
+  EXPECT_GE(st.opened, 13u) << "peers 0-2 were not cached when the batch began";
+  EXPECT_EQ(st.opened, st.cached + st.evicted + st.removed) << "each endpoint cached or taken out";
 }
 
 // A batch that interleaves three peers (task i to peer i mod 3) with one
@@ -247,6 +257,15 @@ TEST_P(TeEndpointCapacity, InterleavedBatchEvictsOncePerPeer) {
   EXPECT_EQ(opened, kPeers);
   EXPECT_EQ(evicted, kPeers - 1);
   EXPECT_LE(engine->getEndpointCount(), 1u);
+  // The store's counters say what its log lines said.
+  EndpointStoreStats st;
+  ASSERT_EQ(engine->getEndpointStoreStats(st), 0);
+  EXPECT_EQ(st.opened, opened);
+  EXPECT_EQ(st.evicted, evicted);
+  EXPECT_LE(st.evicted_busy, st.evicted);
+  EXPECT_EQ(st.removed, 0u);
+  EXPECT_EQ(st.cached, engine->getEndpointCount());
+  EXPECT_EQ(st.draining, 0u) << "every transfer has ended";
 }
 
 INSTANTIATE_TEST_SUITE_P(Tls, TeFailures, testing::Values("tcp", "sm"),

@@ -187,6 +187,9 @@ TEST_P(TeEndpointStore, EvictedEntriesDrainBeforeTheyGo) {
   }
   EXPECT_EQ(store.size(), 2u);
   // Three were evicted; the one with work in flight stays alive.
+  EXPECT_EQ(store.counters().inserted, 5u);
+  EXPECT_EQ(store.counters().evicted, 3u);
+  EXPECT_EQ(store.counters().evicted_busy, 1u);
   EXPECT_EQ(store.reap(), 1u);
   ASSERT_FALSE(made[0].expired());
   EXPECT_TRUE(made[1].expired());
@@ -194,8 +197,10 @@ TEST_P(TeEndpointStore, EvictedEntriesDrainBeforeTheyGo) {
   EXPECT_EQ(store.reap(), 0u);
   EXPECT_TRUE(made[0].expired());
   store.remove(4);
+  store.remove(4);  // no longer there: nothing taken out
   EXPECT_EQ(store.get(4), nullptr);
   EXPECT_EQ(store.size(), 1u);
+  EXPECT_EQ(store.counters().removed, 1u);
   store.retire_all();
   EXPECT_EQ(store.size(), 0u);
   EXPECT_EQ(store.reap(), 0u);

@@ -109,6 +109,17 @@ struct SegmentPathInfo {
   uint64_t bytes;  ///< payload of writes and reads posted on it so far
 };
 
+/// What the endpoint store did since init (mc's own, diagnostics): one
+/// endpoint per segment in a cache of MC_MAX_EP_PER_CTX.
+struct EndpointStoreStats {
+  uint64_t opened = 0;        ///< endpoints made and cached
+  uint64_t evicted = 0;       ///< taken out to make room for another segment's
+  uint64_t evicted_busy = 0;  ///< of those, with operations in flight (they drain, then close)
+  uint64_t removed = 0;       ///< taken out otherwise: failed, stale, segment closed or replaced
+  uint64_t cached = 0;        ///< open now (getEndpointCount)
+  uint64_t draining = 0;      ///< out of the cache, operations still in flight
+};
+
 /// A notification: two byte strings, delivered byte for byte (embedded NULs
 /// included). Together at most MC_NOTIFY_MAX_SIZE bytes.
 struct NotifyDesc {
@@ -276,6 +287,8 @@ class TransferEngine {
   std::string getLocalIpAndPort() const;
   /// Endpoints open now (diagnostics; at most MC_MAX_EP_PER_CTX).
   size_t getEndpointCount() const;
+  /// The endpoint store's counters (mc's own): 0, or -1 before init().
+  int getEndpointStoreStats(EndpointStoreStats& stats) const;
 
   class Impl;
 
