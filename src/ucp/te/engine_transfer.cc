@@ -407,7 +407,9 @@ unsigned TransferEngine::Impl::progress_once_locked(uint64_t now) {
   if (file_iface_) events += file_iface_->progress();
   // A task posted counts as an event: its completion is polled for, not
   // slept through (a sleep held one task's completion for up to 1 ms).
-  return events + post_pending_locked(now);
+  events += post_pending_locked(now);
+  endpoints_->reap();  // endpoints out of the store whose last operation just ended
+  return events;
 }
 
 // A caller that polls a task's status drives its completion itself, as a
@@ -431,7 +433,6 @@ void TransferEngine::Impl::progress_loop() {
   uint64_t last_events_ns = 0;
   while (!stop_) {
     unsigned events = progress_once_locked(ucs::monotonic_ns());
-    endpoints_->reap();
     sample_load_locked(ucs::monotonic_ns());
     const bool busy = inflight_ > 0 || !pending_.empty();
     const uint64_t now = ucs::monotonic_ns();
