@@ -102,6 +102,11 @@ class Worker {
   Status wait(ucs::config::Duration timeout = ucs::config::Duration::max());
   /// Wakes a wait() in another thread. Any thread, any mode; async-signal-safe.
   void signal();
+  /// For a caller that sleeps on event_fd() itself (arm(), then its own
+  /// poll with other fds): call it once the sleep ended, before progress().
+  /// It takes what signal() left on event_fd() and has the next progress()
+  /// serve every iface, however quiet it was (wait() does both).
+  void woken();
   /// The worker mutex in multi mode (an empty lock in single mode): for
   /// several calls that must not interleave with other threads'.
   std::unique_lock<std::recursive_mutex> lock() const;

@@ -398,6 +398,10 @@ Status Worker::arm() {
 Status Worker::wait(ucs::config::Duration timeout) {
   return impl(*this).wait(timeout);
 }
+void Worker::woken() {
+  impl(*this).woken();
+}
+
 void Worker::signal() {
   impl(*this).signal();
 }

@@ -94,6 +94,7 @@ class WorkerImpl final : public Worker {
   Status arm();
   Status wait(ucs::config::Duration timeout = ucs::config::Duration::max());
   void signal();
+  void woken();
   std::unique_lock<std::recursive_mutex> lock() const {
     return multi_ ? std::unique_lock<std::recursive_mutex>(mutex_)
                   : std::unique_lock<std::recursive_mutex>();

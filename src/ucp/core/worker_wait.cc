@@ -102,20 +102,19 @@ Status WorkerImpl::wait(ucs::config::Duration timeout) {
     MC_LOG(error) << "ucp: epoll_wait() failed: " << ucs::errno_string(errno);
     return Status::IoError;
   }
-  for (int i = 0; i < n; ++i) {
-    if (evs[i].data.u64 != kWakeTag) continue;
-    uint64_t count = 0;
-    (void)!read(wakefd_, &count, sizeof(count));
-  }
-  {
-    // Whatever woke this wait (an iface's event fd, the poll interval for
-    // the polled ones), the next progress() serves every iface, however
-    // quiet it was (see WorkerImpl::progress).
-    std::unique_lock guard = lock();
-    for (WorkerIface& wi : ifaces_) wi.quiet_calls = 0;
-  }
+  woken();
   if (n > 0 || sleep < timeout) return Status::Ok;
   return Status::Timeout;
+}
+
+void WorkerImpl::woken() {
+  uint64_t count = 0;
+  (void)!read(wakefd_, &count, sizeof(count));  // non-blocking: 0 or what signal() added
+  // Whatever woke the sleep (an iface's event fd, the poll interval for the
+  // polled ones), the next progress() serves every iface, however quiet it
+  // was (see WorkerImpl::progress).
+  std::unique_lock guard = lock();
+  for (WorkerIface& wi : ifaces_) wi.quiet_calls = 0;
 }
 
 void WorkerImpl::signal() {

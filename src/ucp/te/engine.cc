@@ -5,6 +5,8 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <random>
@@ -75,6 +77,7 @@ void te::set_test_components(std::vector<uct::Component*> components) {
 
 TransferEngine::Impl::~Impl() {
   shutdown();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 Status TransferEngine::Impl::parse_server_name(const std::string& name) {
@@ -164,7 +167,14 @@ Status TransferEngine::Impl::start_ucp() {
     MC_LOG(error) << "transfer engine: " << why;
     return Status::Unsupported;
   }
-  MC_ASSIGN_OR_RETURN(worker_, ucp::Worker::create(*context_));
+  ucp::WorkerParams worker_params;
+  worker_params.async_mode = config_.async_mode;
+  MC_ASSIGN_OR_RETURN(worker_, ucp::Worker::create(*context_, worker_params));
+  if (wake_fd_ < 0) wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    MC_LOG(error) << "transfer engine: eventfd() failed: " << ucs::errno_string(errno);
+    return Status::IoError;
+  }
   retry_cnt_ = context_->config().retry_cnt;
   const auto timeout = context_->config().transfer_timeout;
   transfer_timeout_ns_ =
@@ -319,7 +329,7 @@ void TransferEngine::Impl::shutdown() {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
     }
-    wake_.notify_all();
+    wake_progress();
     warmup_cv_.notify_all();
     progress_thread_.join();
   }

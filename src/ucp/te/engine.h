@@ -7,7 +7,8 @@
 // Threads: the caller's threads (the API; submitTransfer posts its tasks
 // itself when none is queued, and a status call on an unfinished task
 // progresses the worker once), the progress thread (drives the UCP worker,
-// posts queued tasks, completes them; naps while a caller polls), the RPC
+// posts queued tasks, completes them, and in progress mode serves tcp's
+// sockets, sleeping on them when idle; naps while a caller polls), the RPC
 // listener's thread (serves the descriptor and notifications), the
 // Notifier's sending and keyer threads, the metadata refresher
 // (engine_refresh.cc: puts this engine's keys again when the store lost
@@ -249,6 +250,12 @@ class TransferEngine::Impl {
 
   // engine_transfer.cc
   void progress_loop();
+  /// Wakes the progress thread's wait (any thread, with or without mu_).
+  void wake_progress();
+  /// The progress thread's sleep: releases `lock` for up to `wait_ns`, until
+  /// wake_progress(), or with `sockets` until the worker's event fd (tcp's
+  /// sockets: a peer's operation to serve) has something for progress().
+  void progress_wait(std::unique_lock<std::mutex>& lock, uint64_t wait_ns, bool sockets);
   /// One pass of the worker, the file iface and the queue; how many events.
   unsigned progress_once_locked(uint64_t now);
   /// A status call's pass, for an unfinished task (progress_once_locked).
@@ -297,7 +304,9 @@ class TransferEngine::Impl {
   bool store_down_ = false;  ///< refresher thread only: an outage was logged
 
   mutable std::mutex mu_;
-  std::condition_variable wake_;  ///< new work for the progress thread
+  /// eventfd: new work for the progress thread (wake_progress()); made by
+  /// init() before the thread starts, closed by the destructor.
+  int wake_fd_ = -1;
   bool stop_ = false;
   std::unique_ptr<ucp::Context> context_;
   std::unique_ptr<ucp::Worker> worker_;

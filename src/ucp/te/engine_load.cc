@@ -113,7 +113,7 @@ int TransferEngine::Impl::warmup(SegmentHandle id) {
   e->inflight++;  // not reaped while it flushes
   Result<std::shared_ptr<ucp::Request>> flush = e->ep->flush(params);
   if (flush.ok()) {
-    wake_.notify_one();
+    wake_progress();
     warmup_cv_.wait(lock, [&] { return wait->done || stop_; });
   }
   e->inflight--;

@@ -92,7 +92,7 @@ int TransferEngine::Impl::submit_with_notify(BatchID id,
     batch.notify = BatchNotify{seg->second->name, notify};
     if (batch.unfinished == 0) batch_ended_locked(batch);
   }
-  wake_.notify_one();
+  wake_progress();
   return 0;
 }
 

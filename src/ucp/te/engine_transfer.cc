@@ -9,6 +9,9 @@
 // finish_locked() is the one place a task ends, so it ends exactly once.
 // Tasks to file segments are posted by engine_file.cc instead (never
 // retried: an error ends them FAILED).
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -110,7 +113,7 @@ int TransferEngine::Impl::submit(BatchID id, const std::vector<TransferRequest>&
     // that completed here (sm's copies) leaves it nothing to do.
     wake = rc == 0 && (!pending_.empty() || (inflight_ > 0 && !naps_for_caller_));
   }
-  if (wake) wake_.notify_one();
+  if (wake) wake_progress();
   return rc;
 }
 
@@ -426,26 +429,58 @@ void TransferEngine::Impl::caller_progress_locked() {
   progress_once_locked(now);
 }
 
+void TransferEngine::Impl::wake_progress() {
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+}
+
+void TransferEngine::Impl::progress_wait(std::unique_lock<std::mutex>& lock, uint64_t wait_ns,
+                                         bool sockets) {
+  // arm() under mu_, as every UCP call: Busy means progress() has work now.
+  // The worker's event fd is readable only for armed ifaces with an event
+  // fd (tcp in progress mode); the others are polled by the timeout, as
+  // before. In thread mode tcp's loop thread serves the sockets itself.
+  const bool watch = sockets && config_.async_mode == ucp::AsyncMode::Progress;
+  if (watch && worker_->arm() == Status::Busy) return;
+  lock.unlock();
+  pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {watch ? worker_->event_fd() : -1, POLLIN, 0}};
+  const timespec ts{static_cast<time_t>(wait_ns / 1000000000),
+                    static_cast<long>(wait_ns % 1000000000)};
+  (void)::ppoll(fds, 2, &ts, nullptr);
+  if (fds[0].revents & POLLIN) {
+    uint64_t count = 0;
+    (void)!::read(wake_fd_, &count, sizeof(count));
+  }
+  lock.lock();
+  if (watch) worker_->woken();
+}
+
 void TransferEngine::Impl::progress_loop() {
   ucs::set_thread_name("mc_te_progress");
   std::unique_lock<std::mutex> lock(mu_);
   load_sampled_ns_ = ucs::monotonic_ns();
-  uint64_t last_events_ns = 0;
+  uint64_t last_events_ns = 0, last_work_ns = 0;
+  const bool serves_sockets = config_.async_mode == ucp::AsyncMode::Progress;
   while (!stop_) {
     unsigned events = progress_once_locked(ucs::monotonic_ns());
     sample_load_locked(ucs::monotonic_ns());
-    const bool busy = inflight_ > 0 || !pending_.empty();
     const uint64_t now = ucs::monotonic_ns();
-    if (events > 0) last_events_ns = now;
+    if (events > 0) last_events_ns = last_work_ns = now;
     last_events_ns = std::max(last_events_ns, last_post_ns_);  // posted by submit()
+    // Busy: tasks of ours queued or in flight, or, when this thread serves
+    // the sockets (progress mode), its own passes found work in the last
+    // 200 us: a peer's stream of puts is served by polling, not a wake-up
+    // per message (a caller's posts that completed at once do not count).
+    const bool busy =
+        inflight_ > 0 || !pending_.empty() || (serves_sockets && now - last_work_ns < 200000);
     // With work in flight that was posted or completed something in the last
-    // 200 us, poll on, yielding to the threads that serve the transports (tcp's): a sleep
-    // held every completion until it ended. Otherwise sleep until new work,
-    // briefly when something is in flight, longer the longer nothing
-    // completed (a sixteenth of that quiet time, 50 us to 1 ms: a stopped
-    // peer costs next to no CPU until the tasks' deadline); the worker is
-    // still progressed every millisecond for the transports' target-side
-    // service.
+    // 200 us, poll on, yielding to the other threads (tcp's event loop in
+    // thread mode): a sleep held every completion until it ended. Otherwise
+    // sleep until new work (or, progress mode, a socket with data), briefly
+    // when something is in flight, longer the longer nothing completed (a
+    // sixteenth of that quiet time, 50 us to 1 ms: a stopped peer costs
+    // next to no CPU until the tasks' deadline); the worker is still
+    // progressed every millisecond for the transports' target-side service.
     const uint64_t quiet_ns = now - last_events_ns;
     // A caller polls (kCallerPollNs): it progresses, and this thread naps
     // kCallerNapNs, which submit() does not cut short for tasks it posted
@@ -457,7 +492,8 @@ void TransferEngine::Impl::progress_loop() {
                                : !busy      ? 1000000
                                             : std::clamp<uint64_t>(quiet_ns / 16, 50000, 1000000);
       naps_for_caller_ = caller_polls;
-      wake_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
+      // Napping beside a polling caller, the sockets are that caller's.
+      progress_wait(lock, wait_ns, !caller_polls);
       naps_for_caller_ = false;
     } else {
       lock.unlock();

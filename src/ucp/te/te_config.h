@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "ucp/api/worker.h"
 #include "ucs/config/parser.h"
 #include "ucs/config/registry.h"
 #include "ucs/config/table.h"
@@ -37,6 +38,10 @@ struct TeConfig {
   bool path_roundrobin = false;       ///< MC_PATH_ROUNDROBIN (RailPreference)
   bool intra_nvlink = false;          ///< MC_INTRA_NVLINK: cuda_ipc required (nvlink_check)
   bool force_mnnvl = false;           ///< MC_FORCE_MNNVL: cuda_ipc with fabric handles required
+  /// MC_TE_ASYNC_MODE: where the worker's transports (tcp's sockets) are
+  /// served: in progress() calls, by the callers and the progress thread
+  /// (default), or on the worker's event-loop thread.
+  ucp::AsyncMode async_mode = ucp::AsyncMode::Progress;
   size_t notify_max_size = 64 << 10;    ///< MC_NOTIFY_MAX_SIZE
   uint64_t notify_queue_length = 1024;  ///< MC_NOTIFY_QUEUE_LENGTH
 };

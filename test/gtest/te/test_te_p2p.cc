@@ -5,11 +5,13 @@
 // reads back, and checks every rule of the API's semantics.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "te/te_test_util.h"
 #include "ucs/sys/sys.h"
@@ -344,6 +346,52 @@ TEST_P(TeP2p, ACallerThatPollsDrivesItsTransfersWhileTheProgressThreadNaps) {
                               << " times in " << n << " transfers and " << ms << " ms";
   }
   EXPECT_GT(n, 0u);
+}
+
+// CPU time thread `tid` of this process has used, in seconds (its CPU
+// clock: Linux's per-thread clock id for a tid).
+double thread_cpu_s(pid_t tid) {
+  const clockid_t clock = (~static_cast<clockid_t>(tid) << 3) | 6;  // per thread, sched
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) return -1;
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// In either MC_TE_ASYNC_MODE the engines move data both ways, and once idle
+// their progress threads sleep: in progress mode on the worker's event fd
+// (tcp's sockets), which a pass must leave unreadable, or the thread would
+// spin on it.
+TEST_P(TeP2p, BothAsyncModesMoveDataAndSleepWhenIdle) {
+  for (const char* mode : {"progress", "thread"}) {
+    SCOPED_TRACE(mode);
+    auto target = make_engine({{"MC_TE_ASYNC_MODE", mode}});
+    auto engine = make_engine({{"MC_TE_ASYNC_MODE", mode}});
+    std::vector<uint8_t> dst(1 << 20, 0), src(1 << 20), back(1 << 20, 0);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = pattern(7, i);
+    ASSERT_EQ(target->registerLocalMemory(dst.data(), dst.size(), "cpu:0"), 0);
+    ASSERT_EQ(engine->registerLocalMemory(src.data(), src.size(), "cpu:0"), 0);
+    ASSERT_EQ(engine->registerLocalMemory(back.data(), back.size(), "cpu:0"), 0);
+    const SegmentHandle seg = engine->openSegment(target->getLocalIpAndPort());
+    ASSERT_GE(seg, 0);
+    const uint64_t base = reinterpret_cast<uint64_t>(dst.data());
+    auto w = run_batch(*engine, {{TransferRequest::WRITE, src.data(), seg, base, src.size()}});
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].s, COMPLETED);
+    auto r = run_batch(*engine, {{TransferRequest::READ, back.data(), seg, base, back.size()}});
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].s, COMPLETED);
+    EXPECT_EQ(back, src);
+    const std::vector<pid_t> progress = threads_named("mc_te_progress");
+    ASSERT_EQ(progress.size(), 2u);
+    std::vector<double> cpu0;
+    for (pid_t t : progress) cpu0.push_back(thread_cpu_s(t));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (size_t i = 0; i < progress.size(); ++i) {
+      const double used = thread_cpu_s(progress[i]) - cpu0[i];
+      EXPECT_LT(used, 0.06) << "progress thread " << progress[i] << " used " << used
+                            << " s of CPU in 0.3 s with nothing to do";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tls, TeP2p, testing::Values("tcp", "sm"),
