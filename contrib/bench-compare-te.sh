@@ -14,6 +14,10 @@
 # and te_lat (one task, submit to COMPLETED) next to UCP put latency over the
 # same transport and the same kind of memory (ucp_put_lat --alloc heap, a
 # round trip: twice its half round trip).
+# mc_perftest's TE runs warm up one batch per thread before the clock
+# (--warmup_batches 1, its default), as the UCT ceilings warm up (-w): a
+# first touch of the target's pages cost the 2-CPU VM 1.5-4.4 s per GiB.
+# Mooncake's bench has no warm-up; its first batch is in its figure.
 # Every figure in MB/s is MB = 2^20 B, as the rest of bench-compare (both TE
 # tools print in --report_unit=MiB).
 # Uses from bench-compare.sh: $mc, $out, $rounds, $quick, $mooncake,
@@ -246,7 +250,9 @@ report_te_class() {
   echo
   echo "Transfer Engine, batch x block per thread, MB/s with MB = 2^20 B, medians of $rounds alternating rounds;"
   echo "uct-tcp / uct-cma: UCT put_bw (write) or get (read) -D zcopy -O 16 over the same footprint;"
-  echo "cold memcpy and kernel TCP (one stream of block-sized writes) from mc_perftest --limits."
+  echo "cold memcpy and kernel TCP (one stream of block-sized writes) from mc_perftest --limits;"
+  echo "mc runs one warm-up batch per thread before its clock (--warmup_batches), as the UCT rows warm up;"
+  echo "Mooncake's bench has none: its first batch, which touches the target's pages, is timed."
   printf '%-5s %9s %2s %5s %10s %10s %10s %6s %10s %10s %10s %10s %6s %6s %6s\n' op block th batch \
     mc-tcp mc-default mooncake tcp/mk uct-tcp uct-cma memcpy-cold kernel-tcp tcp/uct def/cma def/cold
   while read -r op bs th batch tcp def mk ut uc; do

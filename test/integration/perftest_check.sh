@@ -176,10 +176,11 @@ for tl in ${PERFTEST_UCP_TLS:-tcp sm default}; do
   run_ucp "$tl" pair ucp_am_bw 65536 200 -O 4
 done
 
-# run_te <MC_TLS|default> <te_write|te_read> <block_size>: a Transfer Engine
-# target process and an initiator for 1 s (P2PHANDSHAKE); the initiator's
-# result line: a passed data check, bandwidth = block x request rate,
-# request rate = batches x batch / seconds.
+# run_te <MC_TLS|default> <te_write|te_read> <block_size> [warm-up batches]:
+# a Transfer Engine target process and an initiator for 1 s (P2PHANDSHAKE);
+# the initiator's result line: a passed data check, bandwidth = block x
+# request rate, request rate = batches x batch / seconds, and its warm-up
+# (--warmup_batches, default 1) said and timed, or 0 ms when there was none.
 # start_te_target <what> <test> [VAR=value...]: a Transfer Engine target
 # process in the background; sets $target (its pid) and $seg (its segment),
 # or fails <what> and returns 1. start_target_cmd <what> <env and command
@@ -212,19 +213,20 @@ start_target_cmd() {
 }
 
 run_te() {
-  local tl=$1 test=$2 block=$3 what="te $1 $2 --block_size $3" out=$tmp/out.te
-  local envs=() rc=0 trc=0
+  local tl=$1 test=$2 block=$3 warm=${4:-} what="te $1 $2 --block_size $3" out=$tmp/out.te
+  local envs=() warm_args=() rc=0 trc=0
   [ "$tl" = default ] || envs=("MC_TLS=$tl")
+  [ -n "$warm" ] && { warm_args=(--warmup_batches "$warm"); what+=" --warmup_batches $warm"; }
   start_te_target "$what" "$test" "${envs[@]}" || return
   env "${envs[@]}" timeout $limit "$perftest" -t "$test" --segment_id="$seg" \
     --local_server_name=127.0.0.1 --threads 2 --batch_size 32 --block_size "$block" \
-    --duration 1 > "$out" 2> "$tmp/err" || rc=$?
+    --duration 1 "${warm_args[@]}" > "$out" 2> "$tmp/err" || rc=$?
   kill -TERM $target 2>/dev/null; wait $target || trc=$?
   if [ $rc -ne 0 ] || [ $trc -ne 0 ]; then
     fail "$what: initiator exit $rc, target exit $trc"
     sed 's/^/      /' "$tmp/err" "$out" "$tmp/target" | tail -6; return
   fi
-  if ! why=$(awk -v block="$block" '
+  if ! why=$(awk -v block="$block" -v warm="${warm:-1}" '
       /^result test=te_setup / {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); s[kv[1]] = kv[2] }
         setups++
@@ -247,12 +249,17 @@ run_te() {
         if ((v["bw_MBps"] - want) > 0.01 + 0.01 * want || (want - v["bw_MBps"]) > 0.01 + 0.01 * want) {
           print "bandwidth " v["bw_MBps"] " MB/s does not match " block " B x " rate " req/s"; exit 1
         }
+        if (warm > 0 ? !(v["warmup_ms"] > 0) : v["warmup_ms"] != "0.0") {
+          print "warmup_ms=" v["warmup_ms"] " after " warm " warm-up batches"; exit 1
+        }
       }
+      /^  warm-up      / { if ($2 == warm) warmup_said = 1 }
       # The lanes that carried it (getSegmentPaths): one of them with bytes.
       /^  transport    / { if ($0 ~ / -> / && $0 ~ /carries, [1-9][0-9]* B\)/) lanes = 1 }
       END {
         if (rows != 1) { print rows + 0 " result lines, expected 1"; exit 1 }
         if (!lanes) { print "no transport line naming a lane that carried bytes"; exit 1 }
+        if (!warmup_said) { print "no warm-up line saying " warm " batches per thread"; exit 1 }
         # The set-up of the one segment: each step timed, VmRSS read.
         if (setups != 1 || s["segments"] != 1) { print "no te_setup line for one segment"; exit 1 }
         if (!(s["open_p50_us"] > 0 && s["first_p50_us"] > 0 && s["steady_p50_us"] > 0 && s["rss_kib"] > 0)) {
@@ -318,7 +325,7 @@ run_te_notify() {
 
 for tl in ${PERFTEST_TE_TLS:-tcp sm}; do
   run_te "$tl" te_write 65536
-  run_te "$tl" te_read 65536
+  run_te "$tl" te_read 65536 0
   run_te_notify "$tl"
 done
 # te_fan_evict: one initiator to three targets over tcp (--segment_id a,b,c)
@@ -633,6 +640,7 @@ done <<EOF_CASES
 --mode=target --nic_priority_matrix=$tmp/matrix.json|--nic_priority_matrix
 --mode=target --noprotocol|--noprotocol
 --mode=target --report_precision=99|--report_precision
+-t te_write --warmup_batches=some|--warmup_batches
 --mode=target --bogus_flag=1|--bogus_flag
 EOF_CASES
 

@@ -219,6 +219,9 @@ const std::map<std::string, Flag>& flags() {
           o->init_mem = v == "true";
           return std::string();
         }}},
+      {"warmup_batches",
+       {Kind::Uint, [](const std::string& v,
+                       TeOptions* o) { return size_value(v, 0, 1 << 20, &o->warmup_batches); }}},
       {"notify",
        {Kind::Bool,
         [](const std::string& v, TeOptions* o) {
@@ -448,6 +451,10 @@ void print_te_usage(FILE* out) {
       "     --report_precision <n>     its decimals (%llu)\n"
       "     --init_mem                 fill the buffers with 0xCC before registering them\n"
       "                                (Mooncake fills its VRAM); default: untouched\n"
+      "     --warmup_batches <n>       (mc's own; te_write, te_read) batches each thread\n"
+      "                                runs before the clock starts (%llu): the first one\n"
+      "                                touches the target's pages; 0 times it, as\n"
+      "                                Mooncake's bench does\n"
       "     --notify                   (mc's own; te_write) after the run, the latency of\n"
       "                                one batch of thread 0's requests written with a\n"
       "                                notification (until the target took it) against\n"
@@ -471,6 +478,7 @@ void print_te_usage(FILE* out) {
       static_cast<unsigned long long>(d.threads), static_cast<unsigned long long>(d.duration),
       kTeTargetSlackS, static_cast<unsigned long long>(d.buffer_size),
       static_cast<unsigned long long>(d.report_precision),
+      static_cast<unsigned long long>(d.warmup_batches),
       static_cast<unsigned long long>(d.notify_rounds));
 }
 
