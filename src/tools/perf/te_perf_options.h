@@ -37,8 +37,8 @@ struct TeOptions {
   bool init_mem = false;  ///< --init_mem: fill the buffers with 0xCC before registering
   /// --warmup_batches (mc's own): batches each thread of te_write / te_read
   /// runs before the clock starts. The first batch pays the first touch of
-  /// the target's pages (and of the host's, on a VM), which a run of a few
-  /// batches does not amortise; 0 times it, as Mooncake's bench does.
+  /// the target's pages (on a VM, seemingly the host's too), which a run of
+  /// a few batches does not amortise; 0 times it, as Mooncake's bench does.
   uint64_t warmup_batches = 1;
   /// --notify (mc's own): after the run, the latency of batches with a
   /// notification against plain ones, alternating, `notify_rounds` pairs.
