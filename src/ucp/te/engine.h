@@ -315,11 +315,11 @@ class TransferEngine::Impl {
   SegmentID next_segment_ = 0;
   std::map<BatchID, std::unique_ptr<Batch>> batches_;
   BatchID next_batch_ = 1;
-  std::deque<Task*> pending_;    ///< WAITING tasks to post
-  size_t inflight_ = 0;          ///< tasks PENDING in UCP
-  uint64_t last_post_ns_ = 0;    ///< when submit() last posted tasks itself
-  uint64_t caller_poll_ns_ = 0;  ///< when a status call's pass of the worker last ended
-  uint64_t caller_poll_gap_ns_ = UINT64_MAX;  ///< how long before that call the one before ended
+  std::deque<Task*> pending_;                 ///< WAITING tasks to post
+  size_t inflight_ = 0;                       ///< tasks PENDING in UCP
+  uint64_t last_post_ns_ = 0;                 ///< when submit() last posted tasks itself
+  uint64_t caller_poll_ns_ = 0;               ///< when a caller's status pass or post last ended
+  uint64_t caller_poll_gap_ns_ = UINT64_MAX;  ///< and the caller's pause before that status call
   bool naps_for_caller_ = false;              ///< the progress thread waits because a caller polls
   /// Writes whose put is posted and whose flush is not, by endpoint, and
   /// those endpoints in posting order (post_pending_locked flushes them).
