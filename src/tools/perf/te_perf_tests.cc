@@ -325,12 +325,15 @@ int run_initiator(const TeOptions& o) {
   std::vector<Remote> targets;
   Setup setup;
   if (!open_targets(engine, o, needed, op, local.data(), &targets, &setup)) return kExitFailed;
+  std::vector<std::vector<TransferRequest>> reqs;  // each thread's batch
+  for (uint64_t t = 0; t < o.threads; ++t)
+    reqs.push_back(thread_requests(o, op, local.data(), targets, t));
   // The warm-up, before the clock: each thread's batches in turn, from
   // this thread (what they touch is what the run touches).
   const auto warm_start = std::chrono::steady_clock::now();
   for (uint64_t i = 0; i < o.warmup_batches; ++i) {
-    for (uint64_t t = 0; t < o.threads; ++t) {
-      if (!run_batch(engine, thread_requests(o, op, local.data(), targets, t))) {
+    for (const std::vector<TransferRequest>& batch : reqs) {
+      if (!run_batch(engine, batch)) {
         std::fprintf(stderr, "mc_perftest: %s failed: a transfer of the warm-up did not complete\n",
                      o.test.c_str());
         return kExitFailed;
@@ -346,10 +349,9 @@ int run_initiator(const TeOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t t = 0; t < o.threads; ++t) {
     workers.emplace_back([&, t] {
-      const std::vector<TransferRequest> reqs = thread_requests(o, op, local.data(), targets, t);
       uint64_t n = 0;
       while (!g_stop.load(std::memory_order_relaxed) && !failed.load()) {
-        if (!run_batch(engine, reqs)) failed.store(true);
+        if (!run_batch(engine, reqs[t])) failed.store(true);
         ++n;
       }
       batches.fetch_add(n);
@@ -373,8 +375,7 @@ int run_initiator(const TeOptions& o) {
   report(o, seconds, batches.load(), warm_ms, transport, result);
   report_setup(setup);
   report_endpoints(engine);
-  if (ok && o.notify && o.test == "te_write" &&
-      !measure_notify(engine, o, thread_requests(o, op, local.data(), targets, 0))) {
+  if (ok && o.notify && o.test == "te_write" && !measure_notify(engine, o, reqs[0])) {
     return kExitFailed;
   }
   return ok ? 0 : kExitFailed;
