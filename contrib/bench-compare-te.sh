@@ -8,12 +8,18 @@
 #              x block), the transport mc_perftest -t te_* --protocol=tcp uses
 #   uct_cma    the same over sm on registered heap memory (CMA), what UCP's
 #              default selection uses between two processes of one host
+# Both ceilings and both sides of every mc TE run take their buffers with
+# the same --alloc (--te-alloc, TE_ALLOC): pages (default), the kernel's
+# base pages, as Mooncake's bench's buffers; or heap, huge-page advised, as
+# ucx_perftest's. Over CMA at 64 KiB the kind of page alone moved UCT's
+# put_bw from 5725-8866 MB/s (base pages) to 12637-13724 (huge pages) on
+# the 2-CPU VM: a ceiling on other pages than its run is not like with like.
 #   memcpy     cold memcpy of a block over that footprint (mc_perftest --limits)
 #   kernel     kernel TCP over 127.0.0.1, one stream of block-sized writes
 #              (mc_perftest --limits), and iperf3 where it is installed
 # and te_lat (one task, submit to COMPLETED) next to UCP put latency over the
-# same transport and the same kind of memory (ucp_put_lat --alloc heap, a
-# round trip: twice its half round trip).
+# same transport and the same kind of memory (ucp_put_lat --alloc as the TE
+# runs', a round trip: twice its half round trip).
 # mc_perftest's TE runs warm up one batch per thread before the clock
 # (--warmup_batches 1, its default), as the UCT ceilings warm up (-w): a
 # first touch of the target's pages cost the 2-CPU VM 1.5-4.4 s per GiB.
@@ -33,6 +39,11 @@ te_duration=${TE_DURATION:-3}
 # processes of each tool can hold beside other work on a small machine.
 te_max_footprint=${TE_MAX_FOOTPRINT:-1073741824}
 te_lat_sizes="8 4096 65536"
+te_alloc=${TE_ALLOC:-pages}
+case $te_alloc in
+  pages | heap) ;;
+  *) echo "bench-compare: --te-alloc '$te_alloc': expected pages or heap" >&2; exit 2 ;;
+esac
 
 # The batch of a row: te_batch, halved until batch x threads x block fits.
 te_row_batch() {  # <block> <threads>
@@ -110,6 +121,7 @@ run_mc_te() {
   local sel=$1 op=$2 bs=$3 batch=$4 th=$5 buf=$(($3 * $4 * $5)) seg=""
   local log=$out/te_mc_target.log ilog=$out/te_mc_initiator.log proto=()
   [ "$sel" = tcp ] && proto=(--protocol=tcp)
+  proto+=(--alloc="$te_alloc")
   start_bg "$log" timeout $((te_duration + 60)) "$mc" -t "te_$op" --mode=target \
     --local_server_name=127.0.0.1 "${proto[@]}" --buffer_size=$buf
   seg=$(mc_segment_of "$log" "$te_pid")
@@ -135,8 +147,8 @@ run_ceiling() {  # <uct tcp|cma> <op> <block> <footprint>
   local count=${n#-n }; count=${count%% *}
   local need=$((2 * $4 / $3))
   [ "$count" -lt "$need" ] && n="-n $need -w $((need / 10 > 2 ? need / 10 : 2))"
-  local args=(-x tcp -d lo)
-  [ "$1" = cma ] && args=(-x sm --alloc heap)
+  local args=(-x tcp -d lo --alloc "$te_alloc")
+  [ "$1" = cma ] && args=(-x sm --alloc "$te_alloc")
   # Unpinned, as the TE runs are (both tools' targets and initiators).
   local keep_c=("${cpu_c[@]}") keep_s=("${cpu_s[@]}")
   cpu_c=() cpu_s=()
@@ -204,10 +216,10 @@ te_latency() {
     for op in write read; do
       local log=$out/te_mc_target.log ilog=$out/te_lat.log seg=""
       start_bg "$log" timeout 300 "$mc" -t te_lat --mode=target --local_server_name=127.0.0.1 \
-        "${proto[@]}" --buffer_size=1m
+        "${proto[@]}" --alloc="$te_alloc" --buffer_size=1m
       seg=$(mc_segment_of "$log" "$te_pid")
       timeout 300 "$mc" -t te_lat --segment_id="$seg" --local_server_name=127.0.0.1 "${proto[@]}" \
-        --operation="$op" --iterations=$n > "$ilog" 2>&1
+        --alloc="$te_alloc" --operation="$op" --iterations=$n > "$ilog" 2>&1
       stop_bg
       for s in $te_lat_sizes; do
         local row; row=$(grep "^result test=te_lat op=$op block=$s " "$ilog")
@@ -215,11 +227,11 @@ te_latency() {
         p50=$(echo "$row" | sed -n 's/.* p50_us=\([0-9.]*\).*/\1/p')
         p99=$(echo "$row" | sed -n 's/.* p99_us=\([0-9.]*\).*/\1/p')
         p999=$(echo "$row" | sed -n 's/.* p999_us=\([0-9.]*\).*/\1/p')
-        # --alloc heap: registered user memory, as the engine's (sm moves it by CMA).
-        ucp=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc heap "${x[@]}")
+        # Registered user memory, as the engine's (sm moves it by CMA).
+        ucp=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc "$te_alloc" "${x[@]}")
         ucp=$(awk -v v="$ucp" 'BEGIN { print (v == "NA") ? "NA" : sprintf("%.3f", 2 * v) }')
         server_args=(--async thread)
-        thr=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc heap "${x[@]}" \
+        thr=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc "$te_alloc" "${x[@]}" \
           --async thread)
         server_args=()
         thr=$(awk -v v="$thr" 'BEGIN { print (v == "NA") ? "NA" : sprintf("%.3f", 2 * v) }')
@@ -250,6 +262,7 @@ report_te_class() {
   echo
   echo "Transfer Engine, batch x block per thread, MB/s with MB = 2^20 B, medians of $rounds alternating rounds;"
   echo "uct-tcp / uct-cma: UCT put_bw (write) or get (read) -D zcopy -O 16 over the same footprint;"
+  echo "every mc run, TE and UCT, on --alloc $te_alloc buffers ($([ "$te_alloc" = heap ] && echo "huge-page advised" || echo "base pages, as Mooncake's bench's"));"
   echo "cold memcpy and kernel TCP (one stream of block-sized writes) from mc_perftest --limits;"
   echo "mc runs one warm-up batch per thread before its clock (--warmup_batches), as the UCT rows warm up;"
   echo "Mooncake's bench has none: its first batch, which touches the target's pages, is timed."

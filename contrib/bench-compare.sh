@@ -16,7 +16,8 @@
 #             (--mooncake-bench PATH), at --te-blocks, batch --te-batch,
 #             --te-threads; next to the ceilings of the same run (UCT over
 #             tcp and CMA with the same buffer footprint, cold memcpy, kernel
-#             TCP, iperf3) and te_lat next to UCP put latency; see
+#             TCP, iperf3) and te_lat next to UCP put latency, every mc run
+#             on the same kind of pages (--te-alloc); see
 #             contrib/bench-compare-te.sh
 #   te_scale  how the Transfer Engine's cost grows (not run by default): a
 #             block x batch x threads sweep, one initiator to N targets and N
@@ -32,7 +33,7 @@
 #   contrib/bench-compare.sh [--build DIR] [--rounds N] [--classes "tcp sm ..."]
 #       [--sizes "8 4096 ..."] [--quick] [--plot FILE.png] [--mooncake-bench PATH]
 #       [--no-pin] [--out DIR] [--report-only] [--te-blocks "4096 ..."]
-#       [--te-threads "1 2"] [--te-batch N] [--te-duration S]
+#       [--te-threads "1 2"] [--te-batch N] [--te-duration S] [--te-alloc pages|heap]
 #       [--scale-blocks "4096 ..."] [--scale-batches "1 ..."] [--scale-threads "1 2"]
 #       [--scale-n "1 2 ..."] [--scale-evict-n N] [--scale-caps "0 4 ..."]
 #       [--scale-metadata p2p|http] [--scale-fan-sel default|tcp]
@@ -70,6 +71,7 @@ while [ $# -gt 0 ]; do
     --te-threads) TE_THREADS=$2; shift 2 ;;
     --te-batch) TE_BATCH=$2; shift 2 ;;
     --te-duration) TE_DURATION=$2; shift 2 ;;
+    --te-alloc) TE_ALLOC=$2; shift 2 ;;
     --scale-blocks) TS_BLOCKS=$2; shift 2 ;;
     --scale-batches) TS_BATCHES=$2; shift 2 ;;
     --scale-threads) TS_THREADS=$2; shift 2 ;;

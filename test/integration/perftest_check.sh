@@ -123,6 +123,7 @@ for tl in $tls; do
   run_loopback "$tl" get 4096 1000
   run_loopback "$tl" get_bw 262144,262144 100 -D zcopy -O 4
   run_loopback "$tl" put_bw 65536 200 -D zcopy --alloc heap
+  run_loopback "$tl" put_bw 65536 200 -D zcopy --alloc pages
   run_loopback "$tl" put_lat 8 1000 --alloc md
   # self reaches only its own iface: it has no client/server mode.
   [ "$tl" = self ] && continue
@@ -176,20 +177,24 @@ for tl in ${PERFTEST_UCP_TLS:-tcp sm default}; do
   run_ucp "$tl" pair ucp_am_bw 65536 200 -O 4
 done
 
-# run_te <MC_TLS|default> <te_write|te_read> <block_size> [warm-up batches]:
-# a Transfer Engine target process and an initiator for 1 s (P2PHANDSHAKE);
-# the initiator's result line: a passed data check, bandwidth = block x
-# request rate, request rate = batches x batch / seconds, and its warm-up
-# (--warmup_batches, default 1) said and timed, or 0 ms when there was none.
-# start_te_target <what> <test> [VAR=value...]: a Transfer Engine target
-# process in the background; sets $target (its pid) and $seg (its segment),
-# or fails <what> and returns 1. start_target_cmd <what> <env and command
+# run_te <MC_TLS|default> <te_write|te_read> <block_size> [warm-up batches
+# [--alloc=heap]]: a Transfer Engine target process and an initiator for 1 s
+# (P2PHANDSHAKE), both with that --alloc; the initiator's result line: a
+# passed data check, bandwidth = block x request rate, request rate =
+# batches x batch / seconds, its warm-up (--warmup_batches, default 1) said
+# and timed, or 0 ms when there was none, and its memory: --alloc's (pages
+# by default), huge-page advised with heap where the kernel has THP.
+# start_te_target <what> <test> [VAR=value...] [-- flags...]: a Transfer
+# Engine target process in the background, with those flags; sets $target
+# (its pid) and $seg (its segment), or fails <what> and returns 1. start_target_cmd <what> <env and command
 # line...> does the same for any command line.
 start_te_target() {
-  local what=$1 test=$2
+  local what=$1 test=$2 vars=()
   shift 2
-  start_target_cmd "$what" "$@" "$perftest" -t "$test" --local_server_name=127.0.0.1 \
-    --buffer_size=16m --duration 1
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  start_target_cmd "$what" "${vars[@]}" "$perftest" -t "$test" --local_server_name=127.0.0.1 \
+    --buffer_size=16m --duration 1 "$@"
 }
 
 start_target_cmd() {
@@ -213,20 +218,23 @@ start_target_cmd() {
 }
 
 run_te() {
-  local tl=$1 test=$2 block=$3 warm=${4:-} what="te $1 $2 --block_size $3" out=$tmp/out.te
-  local envs=() warm_args=() rc=0 trc=0
+  local tl=$1 test=$2 block=$3 warm=${4:-} alloc=${5:-} what="te $1 $2 --block_size $3"
+  local out=$tmp/out.te envs=() args=() rc=0 trc=0 huge=0
   [ "$tl" = default ] || envs=("MC_TLS=$tl")
-  [ -n "$warm" ] && { warm_args=(--warmup_batches "$warm"); what+=" --warmup_batches $warm"; }
-  start_te_target "$what" "$test" "${envs[@]}" || return
+  [ -n "$warm" ] && { args=(--warmup_batches "$warm"); what+=" --warmup_batches $warm"; }
+  [ -n "$alloc" ] && what+=" $alloc"
+  [ "$alloc" = --alloc=heap ] && ! grep -q '\[never\]' /sys/kernel/mm/transparent_hugepage/enabled \
+    2>/dev/null && [ -e /sys/kernel/mm/transparent_hugepage/hpage_pmd_size ] && huge=1
+  start_te_target "$what" "$test" "${envs[@]}" -- $alloc || return
   env "${envs[@]}" timeout $limit "$perftest" -t "$test" --segment_id="$seg" \
     --local_server_name=127.0.0.1 --threads 2 --batch_size 32 --block_size "$block" \
-    --duration 1 "${warm_args[@]}" > "$out" 2> "$tmp/err" || rc=$?
+    --duration 1 "${args[@]}" $alloc > "$out" 2> "$tmp/err" || rc=$?
   kill -TERM $target 2>/dev/null; wait $target || trc=$?
   if [ $rc -ne 0 ] || [ $trc -ne 0 ]; then
     fail "$what: initiator exit $rc, target exit $trc"
     sed 's/^/      /' "$tmp/err" "$out" "$tmp/target" | tail -6; return
   fi
-  if ! why=$(awk -v block="$block" -v warm="${warm:-1}" '
+  if ! why=$(awk -v block="$block" -v warm="${warm:-1}" -v alloc="${alloc#--alloc=}" -v huge=$huge '
       /^result test=te_setup / {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); s[kv[1]] = kv[2] }
         setups++
@@ -251,6 +259,9 @@ run_te() {
         }
         if (warm > 0 ? !(v["warmup_ms"] > 0) : v["warmup_ms"] != "0.0") {
           print "warmup_ms=" v["warmup_ms"] " after " warm " warm-up batches"; exit 1
+        }
+        if (v["alloc"] != (alloc == "" ? "pages" : alloc) || v["huge"] != huge) {
+          print "alloc=" v["alloc"] " huge=" v["huge"] ", expected " (alloc == "" ? "pages" : alloc) " and " huge; exit 1
         }
       }
       /^  warm-up      / { if ($2 == warm) warmup_said = 1 }
@@ -326,6 +337,7 @@ run_te_notify() {
 for tl in ${PERFTEST_TE_TLS:-tcp sm}; do
   run_te "$tl" te_write 65536
   run_te "$tl" te_read 65536 0
+  run_te "$tl" te_write 65536 1 --alloc=heap
   run_te_notify "$tl"
 done
 # te_fan_evict: one initiator to three targets over tcp (--segment_id a,b,c)
@@ -641,6 +653,7 @@ done <<EOF_CASES
 --mode=target --noprotocol|--noprotocol
 --mode=target --report_precision=99|--report_precision
 -t te_write --warmup_batches=some|--warmup_batches
+-t te_write --alloc=thp|--alloc
 --mode=target --bogus_flag=1|--bogus_flag
 EOF_CASES
 
@@ -665,7 +678,8 @@ fi
 
 # Bad command lines: a clear message and exit status 2.
 for args in "-Z" "-t no_such_test -x self -l" "-l -x self -t am_lat -s 0" "-l -x self" \
-            "-l -x self -t am_lat -D bogus" "127.0.0.1 -l -x self -t am_lat" "-l -t am_lat"; do
+            "-l -x self -t am_lat -D bogus" "127.0.0.1 -l -x self -t am_lat" "-l -t am_lat" \
+            "-l -x self -t put_bw --alloc thp"; do
   # shellcheck disable=SC2086
   timeout 10 "$perftest" $args > /dev/null 2> "$tmp/err"; rc=$?
   if [ $rc -eq 2 ] && grep -q 'mc_perftest: ' "$tmp/err"; then

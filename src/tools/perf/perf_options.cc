@@ -206,14 +206,13 @@ Status parse_one(int c, const char* arg, const Registry& registry, Options* o) {
       o->async_thread = !std::strcmp(arg, "thread");
       return Status::Ok;
     case OptAlloc:
-      if (!std::strcmp(arg, "md")) {
-        p.alloc = Alloc::Md;
-      } else if (!std::strcmp(arg, "heap")) {
-        p.alloc = Alloc::Heap;
-      } else {
-        return bad(std::string("invalid --alloc '") + arg + "': md or heap");
+      for (Alloc a : {Alloc::Md, Alloc::Heap, Alloc::Pages}) {
+        if (!std::strcmp(arg, alloc_name(a))) {
+          p.alloc = a;
+          return Status::Ok;
+        }
       }
-      return Status::Ok;
+      return bad(std::string("invalid --alloc '") + arg + "': md, heap or pages");
     default: return bad("unknown option (see -h)");
   }
 }
@@ -361,7 +360,9 @@ void print_usage(FILE* out, const char* prog, const Registry& registry) {
       "                    as ucx_perftest), else heap (default); heap - page-aligned\n"
       "                    heap memory registered with the md (sm: moved by CMA); from\n"
       "                    one transparent huge page up, huge-page aligned and advised\n"
-      "                    MADV_HUGEPAGE, as ucx_perftest's thp allocation\n"
+      "                    MADV_HUGEPAGE, as ucx_perftest's thp allocation; pages - the\n"
+      "                    same on base pages, not advised, as the Transfer Engine\n"
+      "                    tests' buffers (their --alloc): a ceiling like with like\n"
       "\n"
       "  Output: latency in microseconds (half a round trip for *_lat tests; the time\n"
       "  per posted operation, \"overhead\", for bandwidth tests, timed over batches of\n"

@@ -44,7 +44,12 @@ const char* layout_name(Layout layout) {
 }
 
 const char* alloc_name(Alloc alloc) {
-  return alloc == Alloc::Md ? "md" : "heap";
+  switch (alloc) {
+    case Alloc::Md: return "md";
+    case Alloc::Heap: return "heap";
+    case Alloc::Pages: return "pages";
+  }
+  return "?";
 }
 
 const char* mem_kind_name(MemKind kind) {
@@ -116,7 +121,7 @@ Result<Params> decode_params(std::span<const uint8_t> wire) {
   p.tl = r.str();
   p.dev = r.str();
   const uint8_t alloc = r.u8();
-  if (alloc > 1) return Status::BadData;
+  if (alloc > static_cast<uint8_t>(Alloc::Pages)) return Status::BadData;
   p.alloc = static_cast<Alloc>(alloc);
   p.seed = r.u64();
   p.footprint = r.u64();

@@ -22,10 +22,11 @@ using ucs::Status;
 enum class Layout : uint8_t { Short, Bcopy, Zcopy };
 const char* layout_name(Layout layout);
 
-/// Where UCT tests take their buffers from (--alloc).
+/// Where tests take their buffers from (--alloc).
 enum class Alloc : uint8_t {
-  Md,    ///< the md's mem_alloc when it has one (as ucx_perftest), else heap
-  Heap,  ///< page-aligned heap memory registered with mem_reg
+  Md,     ///< the md's mem_alloc when it has one (as ucx_perftest), else heap
+  Heap,   ///< page-aligned memory registered with mem_reg, huge-page advised (AlignedBuffer)
+  Pages,  ///< the same on base pages, not advised (the Transfer Engine tests' default)
 };
 const char* alloc_name(Alloc alloc);
 

@@ -219,6 +219,17 @@ const std::map<std::string, Flag>& flags() {
           o->init_mem = v == "true";
           return std::string();
         }}},
+      {"alloc",
+       {Kind::String,
+        [](const std::string& v, TeOptions* o) {
+          for (Alloc a : {Alloc::Pages, Alloc::Heap}) {
+            if (v == alloc_name(a)) {
+              o->alloc = a;
+              return std::string();
+            }
+          }
+          return std::string("expected pages or heap");
+        }}},
       {"warmup_batches",
        {Kind::Uint, [](const std::string& v,
                        TeOptions* o) { return size_value(v, 0, 1 << 20, &o->warmup_batches); }}},
@@ -331,6 +342,8 @@ bool is_te_flag(std::string_view arg) {
   std::string_view value;
   bool has_value = false;
   const std::string name = flag_name(arg, &value, &has_value);
+  // The UCT and UCP tests have it too: it does not make a te command line.
+  if (name == "alloc") return false;
   if (flags().count(name)) return true;
   if (name.starts_with("no")) {
     auto it = flags().find(name.substr(2));
@@ -451,6 +464,11 @@ void print_te_usage(FILE* out) {
       "     --report_precision <n>     its decimals (%llu)\n"
       "     --init_mem                 fill the buffers with 0xCC before registering them\n"
       "                                (Mooncake fills its VRAM); default: untouched\n"
+      "     --alloc pages|heap         (mc's own) the buffers' pages: pages - base pages,\n"
+      "                                not advised, as Mooncake's bench (default); heap -\n"
+      "                                huge-page aligned and advised MADV_HUGEPAGE from\n"
+      "                                one huge page up, as the UCT and UCP tests' --alloc\n"
+      "                                heap\n"
       "     --warmup_batches <n>       (mc's own; te_write, te_read) batches each thread\n"
       "                                runs before the clock starts (%llu): the first one\n"
       "                                touches the target's pages; 0 times it, as\n"

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "tools/perf/perf_params.h"
+
 namespace mc::perf {
 
 /// A target given --duration serves this many seconds longer.
@@ -35,6 +37,10 @@ struct TeOptions {
   std::string report_unit = "GB";
   uint64_t report_precision = 2;
   bool init_mem = false;  ///< --init_mem: fill the buffers with 0xCC before registering
+  /// --alloc (mc's own): the buffers' pages, base pages (Mooncake's bench's)
+  /// or huge-page advised (the UCT tests' --alloc heap), so that a ceiling
+  /// and the run it bounds have the same kind.
+  Alloc alloc = Alloc::Pages;
   /// --warmup_batches (mc's own): batches each thread of te_write / te_read
   /// runs before the clock starts. The first batch pays the first touch of
   /// the target's pages (on a VM, seemingly the host's too), which a run of
@@ -59,7 +65,8 @@ struct TeOptions {
 int parse_te_options(int argc, char** argv, TeOptions* o);
 
 /// Whether `arg` ("--mode=target", "-segment_id", "--noinit_mem") names a
-/// flag of the te_* tests: such a command line runs them without -t.
+/// flag of the te_* tests that the UCT and UCP tests do not have (not
+/// --alloc): such a command line runs them without -t.
 bool is_te_flag(std::string_view arg);
 
 /// Bytes of one --report_unit (GB 10^9, GiB 2^30, Gb 10^9 / 8, ... as

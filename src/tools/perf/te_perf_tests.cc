@@ -4,7 +4,6 @@
 // its own default is a site-specific etcd address), plus a data check.
 #include "tools/perf/te_perf_tests.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,12 +14,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "mc/transfer_engine.h"
+#include "tools/perf/perf_buffer.h"
 #include "tools/perf/perf_measure.h"
 #include "tools/perf/perf_params.h"
 #include "tools/perf/te_perf_options.h"
@@ -81,25 +82,11 @@ std::string transport_description(TransferEngine& engine, SegmentHandle seg, con
 
 // An anonymous mapping: pages cost nothing until touched.
 // With `init` (--init_mem), every byte is 0xCC, as Mooncake fills its VRAM.
-class Buffer {
- public:
-  explicit Buffer(size_t length, bool init = false) : length_(length) {
-    void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p != MAP_FAILED) addr_ = static_cast<uint8_t*>(p);
-    if (addr_ && init) std::memset(addr_, 0xCC, length);
-  }
-  ~Buffer() {
-    if (addr_) munmap(addr_, length_);
-  }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  uint8_t* data() const { return addr_; }
-  size_t length() const { return length_; }
-
- private:
-  uint8_t* addr_ = nullptr;
-  size_t length_;
-};
+// A test's buffer: --alloc's pages, 0xCC in every byte with --init_mem,
+// else untouched.
+AlignedBuffer make_buffer(size_t length, const TeOptions& o) {
+  return AlignedBuffer(length, o.alloc, o.init_mem ? std::optional<uint8_t>(0xCC) : std::nullopt);
+}
 
 bool init_engine(TransferEngine& engine, const TeOptions& o) {
   if (engine.init(o.metadata_server, o.local_server_name) != 0) {
@@ -114,16 +101,18 @@ bool init_engine(TransferEngine& engine, const TeOptions& o) {
 int run_target(const TeOptions& o) {
   TransferEngine engine;
   if (!init_engine(engine, o)) return kExitFailed;
-  Buffer buf(o.buffer_size, o.init_mem);
+  AlignedBuffer buf = make_buffer(o.buffer_size, o);
   if (!buf.data() || engine.registerLocalMemory(buf.data(), buf.length(), "cpu:0") != 0) {
     std::fprintf(stderr, "mc_perftest: cannot allocate and register %zu B\n", buf.length());
     return kExitFailed;
   }
   const bool p2p = o.metadata_server == "P2PHANDSHAKE";
-  std::printf("target: segment %s, buffer %zu B at 0x%llx; give --segment_id=%s to the initiator\n",
-              (p2p ? engine.getLocalIpAndPort() : o.local_server_name).c_str(), buf.length(),
-              static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(buf.data())),
-              (p2p ? engine.getLocalIpAndPort() : o.local_server_name).c_str());
+  std::printf(
+      "target: segment %s, buffer %zu B at 0x%llx (%s); give --segment_id=%s to the initiator\n",
+      (p2p ? engine.getLocalIpAndPort() : o.local_server_name).c_str(), buf.length(),
+      static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(buf.data())),
+      buf.huge() ? "huge-page advised" : "base pages",
+      (p2p ? engine.getLocalIpAndPort() : o.local_server_name).c_str());
   std::fflush(stdout);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -219,8 +208,8 @@ bool check_data(TransferEngine& engine, const TeOptions& o, uint8_t* local, uint
 }
 
 // Mooncake's result line first (its unit and precision), then mc's summary
-// and its one-line result.
-void report(const TeOptions& o, double seconds, uint64_t batches, double warm_ms,
+// and its one-line result. `huge`: the local buffer was huge-page advised.
+void report(const TeOptions& o, double seconds, uint64_t batches, double warm_ms, bool huge,
             const std::string& transport, const std::string& check) {
   const double requests = double(batches) * double(o.batch_size);
   const double bytes = requests * double(o.block_size);
@@ -240,15 +229,18 @@ void report(const TeOptions& o, double seconds, uint64_t batches, double warm_ms
   std::printf("  warm-up      %llu batch%s per thread before the clock, %.1f ms\n",
               static_cast<unsigned long long>(o.warmup_batches), o.warmup_batches == 1 ? "" : "es",
               warm_ms);
+  std::printf("  memory       --alloc=%s, %s\n", alloc_name(o.alloc),
+              huge ? "huge-page advised" : "base pages");
   std::printf("  transport    %s\n", transport.c_str());
   std::printf("  data check   %s\n", check.c_str());
   std::printf(
       "result test=%s block=%llu batch=%llu threads=%llu seconds=%.3f batches=%llu "
-      "bw_MBps=%.2f req_per_s=%.0f check=%s warmup_ms=%.1f\n",
+      "bw_MBps=%.2f req_per_s=%.0f check=%s warmup_ms=%.1f alloc=%s huge=%d\n",
       o.test.c_str(), static_cast<unsigned long long>(o.block_size),
       static_cast<unsigned long long>(o.batch_size), static_cast<unsigned long long>(o.threads),
       seconds, static_cast<unsigned long long>(batches), mbps, requests / seconds,
-      check.rfind("passed", 0) == 0 ? "passed" : "failed", warm_ms);
+      check.rfind("passed", 0) == 0 ? "passed" : "failed", warm_ms, alloc_name(o.alloc),
+      huge ? 1 : 0);
 }
 
 std::string latency_text(std::vector<double> v) {
@@ -313,7 +305,7 @@ int run_initiator(const TeOptions& o) {
   const size_t needed = o.batch_size * o.threads * o.block_size;
   TransferEngine engine;
   if (!init_engine(engine, o)) return kExitFailed;
-  Buffer local(needed, o.init_mem), check(o.batch_size * o.block_size, o.init_mem);
+  AlignedBuffer local = make_buffer(needed, o), check = make_buffer(o.batch_size * o.block_size, o);
   if (!local.data() || !check.data() ||
       engine.registerLocalMemory(local.data(), local.length(), "cpu:0") != 0 ||
       engine.registerLocalMemory(check.data(), check.length(), "cpu:0", false) != 0) {
@@ -372,7 +364,7 @@ int run_initiator(const TeOptions& o) {
       transport_description(engine, targets[0].seg, local.data(), targets[0].addr);
   std::string result;
   const bool ok = check_data(engine, o, local.data(), check.data(), targets, &result);
-  report(o, seconds, batches.load(), warm_ms, transport, result);
+  report(o, seconds, batches.load(), warm_ms, local.huge(), transport, result);
   report_setup(setup);
   report_endpoints(engine);
   if (ok && o.notify && o.test == "te_write" && !measure_notify(engine, o, reqs[0])) {
@@ -423,7 +415,7 @@ int run_latency(const TeOptions& o) {
   const size_t largest = *std::max_element(sizes.begin(), sizes.end());
   TransferEngine engine;
   if (!init_engine(engine, o)) return kExitFailed;
-  Buffer local(largest, o.init_mem), check(largest, o.init_mem);
+  AlignedBuffer local = make_buffer(largest, o), check = make_buffer(largest, o);
   if (!local.data() || !check.data() ||
       engine.registerLocalMemory(local.data(), local.length(), "cpu:0") != 0 ||
       engine.registerLocalMemory(check.data(), check.length(), "cpu:0", false) != 0) {

@@ -180,7 +180,7 @@ Status UcpTest::open_side() {
       memh = ucp::MemHandle::alloc(*context_, length);
       if (memh.ok() && slots_ > 1 && i == large) std::memset((*memh)->address(), 0, length);
     } else {
-      bufs_[i] = std::make_unique<AlignedBuffer>(length);
+      bufs_[i] = std::make_unique<AlignedBuffer>(length, p_.alloc, uint8_t{0});
       if (!bufs_[i]->data()) {
         why_ = "cannot allocate a buffer of " + std::to_string(length) + " bytes";
         MC_LOG(error) << why_;

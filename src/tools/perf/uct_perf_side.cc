@@ -2,11 +2,8 @@
 // UctSide: resource lookup, md/iface, buffers, connection.
 #include "tools/perf/uct_perf_side.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include "ucs/config/sources.h"
@@ -73,37 +70,6 @@ Result<UctResource> find_uct_resource(const std::string& tl, const std::string& 
   return Status::NoDevice;
 }
 
-namespace {
-
-// The transparent huge page size, 0 when THP is off or unknown.
-size_t thp_size() {
-  static const size_t size = [] {
-    std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
-    std::string mode;
-    if (!std::getline(enabled, mode) || mode.find("[never]") != std::string::npos) return size_t{0};
-    std::ifstream in("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
-    size_t value = 0;
-    return (in >> value) ? value : size_t{0};
-  }();
-  return size;
-}
-
-}  // namespace
-
-AlignedBuffer::AlignedBuffer(size_t length) : length_(length) {
-  const size_t thp = thp_size();
-  const size_t align = thp && length >= thp ? thp : ucs::page_size();
-  const size_t rounded = (std::max<size_t>(length, 1) + align - 1) / align * align;
-  data_ = static_cast<uint8_t*>(std::aligned_alloc(align, rounded));
-  if (!data_) return;
-  if (align == thp) (void)madvise(data_, rounded, MADV_HUGEPAGE);  // before the first touch
-  std::memset(data_, 0, rounded);
-}
-
-AlignedBuffer::~AlignedBuffer() {
-  std::free(data_);
-}
-
 Result<std::unique_ptr<UctSide>> UctSide::open(const UctResource& resource,
                                                const BufLengths& lengths, Alloc alloc,
                                                ucs::EventLoop* async, uct::ErrorHandler on_error,
@@ -131,6 +97,7 @@ Result<std::unique_ptr<UctSide>> UctSide::open(const UctResource& resource,
   }
   side->iface_ = std::move(*iface);
   side->attr_ = side->iface_->query();
+  side->alloc_ = alloc;
   side->md_allocated_ = alloc == Alloc::Md && (side->md_->query().flags & uct::kMdAlloc);
   for (int i = 0; i < kBufs; ++i) {
     const Status s = side->make_buf(i, lengths[i], why);
@@ -139,7 +106,8 @@ Result<std::unique_ptr<UctSide>> UctSide::open(const UctResource& resource,
   return side;
 }
 
-// Buffer `i`: the md's memory, or heap memory registered with the md.
+// Buffer `i`: the md's memory, or heap memory (huge pages but with --alloc
+// pages) registered with the md.
 Status UctSide::make_buf(int i, size_t length, std::string* why) {
   auto fail = [why](std::string text, Status s) {
     *why = std::move(text) + ": " + ucs::status_string(s);
@@ -154,7 +122,7 @@ Status UctSide::make_buf(int i, size_t length, std::string* why) {
     bufs_[i] = static_cast<uint8_t*>((*memh)->address());
     std::memset(bufs_[i], 0, length);
   } else {
-    heap_[i] = std::make_unique<AlignedBuffer>(length);
+    heap_[i] = std::make_unique<AlignedBuffer>(length, alloc_, uint8_t{0});
     if (!heap_[i]->data()) return fail("cannot allocate a buffer of " + bytes, Status::NoMemory);
     bufs_[i] = heap_[i]->data();
     memh = md_->mem_reg(bufs_[i], heap_[i]->length(), uct::kAccessAll);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/perf/perf_buffer.h"
 #include "tools/perf/perf_params.h"
 #include "uct/api/component.h"
 #include "uct/api/ep.h"
@@ -38,23 +39,6 @@ Result<UctResource> find_uct_resource(const std::string& tl, const std::string& 
 /// Every transport/device pair the loaded modules offer, "self/memory tcp/lo ...".
 std::string list_uct_resources();
 
-/// Page-aligned, zeroed host memory; from one transparent huge page up,
-/// aligned to it and advised MADV_HUGEPAGE (ucx_perftest's "thp" allocation,
-/// which it prefers to the heap for transports without an allocator: cma).
-class AlignedBuffer {
- public:
-  explicit AlignedBuffer(size_t length);
-  ~AlignedBuffer();
-  AlignedBuffer(const AlignedBuffer&) = delete;
-  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  uint8_t* data() const { return data_; }
-  size_t length() const { return length_; }
-
- private:
-  uint8_t* data_ = nullptr;
-  size_t length_ = 0;
-};
-
 /// The buffers of a side, each of the message size (send and receive: of
 /// the footprint, when the test cycles through one): what it sends, what it
 /// sends last (a distinct pattern, so the final check proves the last
@@ -69,7 +53,8 @@ class UctSide {
  public:
   /// Opens the md and the iface and makes the buffers of `lengths` bytes,
   /// for local and remote access: from the md's mem_alloc when `alloc` is
-  /// Md and the md has one, else heap memory registered with mem_reg. On
+  /// Md and the md has one, else an AlignedBuffer of `alloc` (huge pages
+  /// but for Pages) registered with mem_reg. On
   /// error `why` (logged) says what failed.
   static Result<std::unique_ptr<UctSide>> open(const UctResource& resource,
                                                const BufLengths& lengths, Alloc alloc,
@@ -117,6 +102,7 @@ class UctSide {
   std::unique_ptr<AlignedBuffer> heap_[kBufs];   // the memory of heap buffers
   std::unique_ptr<uct::MemHandle> memh_[kBufs];  // owns md-allocated memory
   uint8_t* bufs_[kBufs] = {};
+  Alloc alloc_ = Alloc::Md;  // of heap buffers
   bool md_allocated_ = false;
   std::unique_ptr<uct::Rkey> peer_recv_rkey_, peer_send_rkey_;
   std::unique_ptr<uct::Endpoint> ep_;
