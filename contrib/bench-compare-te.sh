@@ -140,13 +140,18 @@ run_mc_te() {
 }
 
 # The ceiling rows of one TE row: UCT over tcp and over sm/CMA with the
-# same footprint, iterations enough to go round it at least twice.
+# same footprint, iterations enough to go round it at least twice, after a
+# warm-up of one whole round, as the TE runs warm up one batch per thread
+# (the whole footprint): the first write to a page costs the VM far more
+# than the next ones (UCT tcp put_bw at 1 MiB over 128 MiB of base pages:
+# 1356-1412 MB/s with 25 warm-up iterations, 5734-6148 with 128).
 run_ceiling() {  # <uct tcp|cma> <op> <block> <footprint>
   local test=put_bw; [ "$2" = read ] && test=get
   local n; n=$(iters bw "$3" "")
   local count=${n#-n }; count=${count%% *}
-  local need=$((2 * $4 / $3))
-  [ "$count" -lt "$need" ] && n="-n $need -w $((need / 10 > 2 ? need / 10 : 2))"
+  local slots=$(($4 / $3))
+  [ "$count" -lt $((2 * slots)) ] && count=$((2 * slots))
+  n="-n $count -w $((slots > 2 ? slots : 2))"
   local args=(-x tcp -d lo --alloc "$te_alloc")
   [ "$1" = cma ] && args=(-x sm --alloc "$te_alloc")
   # Unpinned, as the TE runs are (both tools' targets and initiators).
