@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "tools/perf/perf_verdict.h"
 #include "tools/perf/ucp_perf_tests.h"
 #include "ucs/datastruct/wire.h"
 #include "ucs/log/log.h"
@@ -187,82 +188,36 @@ Status UcpTest::serve_until_done() {
 }
 
 // What this side received, checked against the sender's pattern; "" when
-// it holds or when this side received nothing to check.
+// it holds or when this side received nothing to check. A get's last
+// destination is the final buffer; a put's is the receive buffer, with the
+// sender's final pattern (ucp_put_lat: but for the last byte, the sequence
+// number).
 std::string UcpTest::check_own() const {
   const bool pingpong = test_.type == TestType::PingPong;
-  const bool receiver = cmd_ == UcpCmd::Get ? client_ : pingpong || !client_;
-  if (!receiver) return "";
-  if (cmd_ == UcpCmd::Am) {
-    if (am_bad_length_) {
-      return "an active message of " + std::to_string(am_bad_length_) + " bytes arrived, " +
-             std::to_string(len_) + " expected";
-    }
-    if (am_recv_ != total_) {
-      return std::to_string(am_recv_) + " active messages arrived, " + std::to_string(total_) +
-             " expected";
-    }
-    if (am_final_ != 1) {
-      return "the last active message arrived " + std::to_string(am_final_) + " times";
-    }
-    return am_check_;
-  }
-  // A get's last destination is the final buffer; a put's is the receive
-  // buffer, which must hold the sender's final pattern (ucp_put_lat: but
-  // for the last byte, the sequence number).
-  const uint8_t* data = buf(cmd_ == UcpCmd::Get ? Buf::Final : Buf::Recv);
-  const uint64_t seed = cmd_ == UcpCmd::Get ? peer_seed_ : peer_final_seed_;
-  const size_t n = cmd_ == UcpCmd::Put && pingpong ? len_ - 1 : len_;
-  const ptrdiff_t bad = pattern_check(data, n, seed);
-  if (bad >= 0) {
-    return "byte " + std::to_string(bad) + " of the last message differs from the sender's";
-  }
-  if (n < len_ && data[n] != static_cast<uint8_t>(total_ - 1)) {
-    return "the last byte holds sequence number " + std::to_string(data[n]) + ", " +
-           std::to_string(static_cast<uint8_t>(total_ - 1)) + " expected";
-  }
-  return "";
+  const bool get = cmd_ == UcpCmd::Get;
+  if (!(get ? client_ : pingpong || !client_)) return "";
+  return check_receipt({.am = cmd_ == UcpCmd::Am,
+                        .expected = total_,
+                        .am_received = am_recv_,
+                        .am_final = am_final_,
+                        .am_bad_length = am_bad_length_,
+                        .am_check = &am_check_,
+                        .data = buf(get ? Buf::Final : Buf::Recv),
+                        .length = len_,
+                        .seed = get ? peer_seed_ : peer_final_seed_,
+                        .sequenced = cmd_ == UcpCmd::Put && pingpong});
 }
 
-// The end: everything posted completes and is flushed, the client says
-// Done, the server checks what it received and sends its verdict, the
-// client checks its own.
+// The end: everything posted completes and is flushed, then the verdicts.
 Status UcpTest::finish() {
-  Rte& rte = *ctx_.rte;
   MC_RETURN_IF_ERROR(wait_outstanding(0));
   MC_RETURN_IF_ERROR(flush());
-  if (!client_) {
-    MC_RETURN_IF_ERROR(serve_until_done());
-    const std::string own = check_own();
-    std::vector<uint8_t> verdict;
-    ucs::WireWriter w(&verdict);
-    w.u8(own.empty() ? 1 : 0);
-    w.str(own);
-    MC_RETURN_IF_ERROR(rte.send(MsgType::Verdict, verdict));
-    if (own.empty()) return Status::Ok;
-    MC_LOG(error) << "data check failed: " << own;
-    return Status::BadData;
-  }
-  if (test_.type == TestType::Stream) ctx_.measure->finish();
-  MC_RETURN_IF_ERROR(rte.send(MsgType::Done));
-  MC_ASSIGN_OR_RETURN(const std::vector<uint8_t> wire, rte.recv(MsgType::Verdict, ctx_.timeout));
-  ucs::WireReader r(wire);
-  const bool ok = r.u8() != 0;
-  std::string server = r.str();
-  if (!r.at_end()) return Status::BadData;
-  if (!ok && server.empty()) server = "failed";
-  const std::string own = check_own();
   const char* who = cmd_ == UcpCmd::Get                ? "the client"
                     : test_.type == TestType::PingPong ? "the client and the server"
                                                        : "the server";
-  if (own.empty() && server.empty()) {
-    ctx_.info->check = std::string("passed (the last message, checked by ") + who +
-                       ", matches the sender's pattern)";
-    return Status::Ok;
-  }
-  ctx_.info->check = "FAILED:" + (own.empty() ? "" : " client: " + own) +
-                     (server.empty() ? "" : " server: " + server);
-  MC_LOG(error) << "data check " << ctx_.info->check;
-  return Status::BadData;
+  return exchange_verdict(
+      ctx_, client_, test_.type == TestType::Stream, [this] { return serve_until_done(); },
+      [this] { return check_own(); }, who);
 }
 
 }  // namespace mc::perf
