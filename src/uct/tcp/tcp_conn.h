@@ -245,6 +245,11 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   bool rx_stalled_ = false;  ///< reading stopped on tx_backlog_limit; resumes as tx_ drains
   bool in_rx_ = false;       ///< frames sent while receiving wait for one sendmsg at the end
   bool hung_up_ = false;     ///< the peer closed or the socket was shut down: puts are dropped
+  /// The last header announced a payload for the direct path: reads from
+  /// the buffer stop at the next header, so that the next payload (puts
+  /// come in streams) goes straight to its destination too instead of
+  /// through rx_buf_ and a copy.
+  bool rx_large_ = false;
   int broken_errno_ = 0;
   uint32_t events_ = 0;  ///< what the loop watches now
   std::deque<TxFrame> tx_;
