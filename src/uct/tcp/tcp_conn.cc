@@ -506,6 +506,11 @@ bool TcpConn::consume_locked() {
   return false;
 }
 
+void TcpConn::drop_reply_locked() {
+  if (rx_state_ != RxState::Payload || rx_hdr_.op != wire::Op::GetResp) return;
+  sink_.discard = true;
+}
+
 void TcpConn::drop_stale_put_locked() {
   if (!hung_up_ || rx_hdr_.op != wire::Op::Put || sink_.discard) return;
   if (rx_state_ != RxState::Payload && sink_.total == 0) return;

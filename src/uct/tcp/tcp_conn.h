@@ -152,6 +152,10 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
     }
     tx_.swap(keep);
   }
+  /// Its endpoint lets go of the memory replies are read into: a reply in
+  /// the middle of its payload (a get's data) reads the rest and drops it,
+  /// instead of writing into a buffer its owner may have freed.
+  void drop_reply_locked();
   /// Empties the queue (the owner released what the frames hold).
   void clear_tx_locked() {
     tx_.clear();

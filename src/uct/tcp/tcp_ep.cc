@@ -125,6 +125,9 @@ void TcpEp::shut_down(Status status) {
     for (auto& conn : conns_) {
       if (conn == primary) {
         purge_frames_locked(*conn, &cut);
+        // It stays open: a get's data still arriving on it must not land
+        // in the buffer its request, canceled below, hands back.
+        conn->drop_reply_locked();
         conn->owner = nullptr;
         iface_->release_primary_locked(conn);
         continue;
