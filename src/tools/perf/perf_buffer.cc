@@ -13,6 +13,9 @@
 
 namespace mc::perf {
 
+namespace {
+
+// The transparent huge page size, 0 when THP is off or unknown.
 size_t thp_size() {
   static const size_t size = [] {
     std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
@@ -24,6 +27,8 @@ size_t thp_size() {
   }();
   return size;
 }
+
+}  // namespace
 
 AlignedBuffer::AlignedBuffer(size_t length, Alloc alloc, std::optional<uint8_t> fill)
     : length_(length) {

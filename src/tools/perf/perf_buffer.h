@@ -40,7 +40,4 @@ class AlignedBuffer {
   bool huge_ = false;
 };
 
-/// The transparent huge page size, 0 when THP is off or unknown.
-size_t thp_size();
-
 }  // namespace mc::perf
