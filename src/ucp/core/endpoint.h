@@ -82,6 +82,8 @@ class EndpointImpl final : public Endpoint {
   /// all).
   bool put_first_now(const void* buffer, size_t length, uint64_t remote_addr, const Rkey& rkey,
                      const RequestParams& params);
+  /// Whether `rails` may change which lanes a put or get uses here.
+  bool ranks(const RailPreference* rails) const { return rails && !rails->empty() && rails_rank_; }
   /// A put or get: the rkey's range checked, the memory type detected when
   /// asked, then the protocol of the size's range in the table.
   Result<std::shared_ptr<Request>> rma(proto::Op op, void* buffer, size_t length,
@@ -203,6 +205,11 @@ class EndpointImpl final : public Endpoint {
   FirstPut first_put_;
   /// Per range of each table (build_entries()).
   std::vector<proto::RmaEntry> entries_[2][proto::kProtoMemTypes][2];
+  /// Whether a rail preference can reorder the lanes a put or get may use
+  /// (two or more, one on a network device: lane_rank() ranks only those);
+  /// when not, a preference leaves the immediate entries as they are.
+  /// Set by build_entries().
+  bool rails_rank_ = false;
   proto::AmOrder am_order_;  ///< its active messages waiting for room, oldest first
   std::vector<std::unique_ptr<uct::Endpoint>> uct_eps_;  ///< per lane
   std::vector<proto::LaneRuntime> runtime_;              ///< per lane; ops point into it

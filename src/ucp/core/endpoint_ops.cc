@@ -166,7 +166,7 @@ Result<std::shared_ptr<Request>> EndpointImpl::rma(proto::Op op, void* buffer, s
     }
     return no_protocol(op, mem);
   }
-  if (!params.rails || params.rails->empty()) {
+  if (!ranks(params.rails)) {
     const proto::RmaEntry& entry =
         entries_[op == proto::Op::Put ? 0 : 1][static_cast<size_t>(mem)][registered ? 1 : 0]
                 [static_cast<size_t>(range - table.ranges().data())];
@@ -272,6 +272,12 @@ std::shared_ptr<Request> EndpointImpl::rma_now(proto::Op op, const proto::ProtoR
 }
 
 void EndpointImpl::build_entries() {
+  std::vector<size_t> pool = selection_.rma_lanes;
+  append_new(&pool, selection_.rma_bw_lanes);
+  rails_rank_ = pool.size() >= 2 && std::any_of(pool.begin(), pool.end(), [&](size_t lane) {
+                  const size_t local = selection_.lanes[lane].local;
+                  return worker_->local_resources()[local].dev_type == uct::DeviceType::Net;
+                });
   for (proto::Op op : {proto::Op::Put, proto::Op::Get}) {
     for (size_t m = 0; m < proto::kProtoMemTypes; ++m) {
       for (bool registered : {false, true}) {
@@ -306,9 +312,7 @@ void EndpointImpl::build_entries() {
 // then its immediate entry.
 bool EndpointImpl::put_first_now(const void* buffer, size_t length, uint64_t remote_addr,
                                  const Rkey& rkey, const RequestParams& params) {
-  if (params.mem_type != uct::MemType::Host || (params.rails && !params.rails->empty())) {
-    return false;
-  }
+  if (params.mem_type != uct::MemType::Host || ranks(params.rails)) return false;
   std::unique_lock guard = worker_->lock();
   if (closed_ || !buffer || !rkey.contains(remote_addr, length) ||
       rkey.mem_type() != uct::MemType::Host) {

@@ -3,7 +3,8 @@
 // loopback and a second network device; the preferred device's lane carries
 // every byte, a remote preference steers the same way, small operations
 // follow it, and the secondary device takes over when the preferred one is
-// cut mid-transfer. Bytes per lane come from LaneRuntime::rma_bytes.
+// cut mid-transfer. Bytes per lane come from LaneRuntime::rma_bytes. With
+// one lane a preference cannot reorder, the immediate entries stay.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -227,6 +228,56 @@ TEST_F(UcpRails, SecondaryTakesOverWhenPreferredIsCut) {
   const uint64_t lo1 = bytes(lo_);
   put(kSize, &rails);
   EXPECT_EQ(bytes(lo_) - lo1, kSize);
+}
+
+// One lane, which no preference can reorder (sm between workers of one
+// host: no network device): a put or get with a preference goes by its
+// range's immediate entry, as without one. Done in the call, it returns the
+// worker's one completed request rather than a request of its own.
+class UcpRailsOneLane : public testing::Test, protected UcpPair {
+ protected:
+  void SetUp() override {
+    if (!uct::find_component("sm")) GTEST_SKIP() << "sm transport is not available";
+    ctx_ = make_context({{"MC_TLS", "sm"}}, &sources_);
+    ASSERT_NO_FATAL_FAILURE(open_workers());
+    const wireup::LaneSelection& sel = ucp::impl(*ep_).lanes();
+    ASSERT_EQ(sel.rma_lanes.size(), 1u);
+    ASSERT_TRUE(sel.rma_bw_lanes.empty() || sel.rma_bw_lanes == sel.rma_lanes);
+  }
+  void TearDown() override {
+    rkey_.reset();
+    tmh_.reset();
+    close_pair();
+  }
+
+  std::vector<uint8_t> target_ = std::vector<uint8_t>(65536, 0);
+  std::unique_ptr<MemHandle> tmh_;
+  std::unique_ptr<Rkey> rkey_;
+};
+
+TEST_F(UcpRailsOneLane, APreferenceKeepsTheImmediateEntry) {
+  ASSERT_NO_FATAL_FAILURE(map_remote(target_, &tmh_, &rkey_));
+  RailPreference rails;
+  rails.local_preferred = {"mlx5_0"};
+  rails.round_robin = true;
+  RequestParams rp;
+  rp.rails = &rails;
+  const uint64_t remote = reinterpret_cast<uintptr_t>(target_.data());
+  std::vector<uint8_t> src(8192);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+  Result<std::shared_ptr<Request>> a = ep_->put_nbx(src.data(), 8, remote, *rkey_, rp);
+  Result<std::shared_ptr<Request>> b = ep_->put_nbx(src.data(), 4096, remote + 4096, *rkey_, rp);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*a)->completed() && (*b)->completed());
+  EXPECT_EQ(a->get(), b->get()) << "each a request of its own: the general path took them";
+  std::vector<uint8_t> back(4096, 0);
+  Result<std::shared_ptr<Request>> g = ep_->get_nbx(back.data(), 4096, remote + 4096, *rkey_, rp);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(wait(*g), Status::Ok);
+  ASSERT_EQ(wait(ep_->flush()), Status::Ok);
+  EXPECT_TRUE(std::equal(src.begin(), src.begin() + 8, target_.begin()));
+  EXPECT_TRUE(std::equal(src.begin(), src.begin() + 4096, target_.begin() + 4096));
+  EXPECT_TRUE(std::equal(src.begin(), src.begin() + 4096, back.begin()));
 }
 
 }  // namespace
