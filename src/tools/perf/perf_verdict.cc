@@ -2,6 +2,8 @@
 // The end-of-test data check of the UCT and UCP tests.
 #include "tools/perf/perf_verdict.h"
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "tools/perf/perf_measure.h"
@@ -12,20 +14,40 @@
 
 namespace mc::perf {
 
+void AmTally::expect(size_t length, uint64_t final_seed) {
+  length_ = length;
+  final_seed_ = final_seed;
+  pattern_fill(final_head_, std::min(length, sizeof(final_head_)), final_seed);
+}
+
+void AmTally::arrive(const void* data, size_t length) {
+  ++received;
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  if (length != length_) {
+    bad_length = length;
+  } else if (std::memcmp(bytes, final_head_, std::min(length, sizeof(final_head_))) == 0) {
+    ++final_count;
+    const ptrdiff_t bad = pattern_check(bytes, length, final_seed_);
+    check = bad < 0 ? ""
+                    : "byte " + std::to_string(bad) +
+                          " of the last active message differs from the sender's";
+  }
+}
+
 std::string check_receipt(const Receipt& r) {
-  if (r.am) {
-    if (r.am_bad_length) {
-      return "an active message of " + std::to_string(r.am_bad_length) + " bytes arrived, " +
+  if (const AmTally* am = r.am) {
+    if (am->bad_length) {
+      return "an active message of " + std::to_string(am->bad_length) + " bytes arrived, " +
              std::to_string(r.length) + " expected";
     }
-    if (r.am_received != r.expected) {
-      return std::to_string(r.am_received) + " active messages arrived, " +
+    if (am->received != r.expected) {
+      return std::to_string(am->received) + " active messages arrived, " +
              std::to_string(r.expected) + " expected";
     }
-    if (r.am_final != 1) {
-      return "the last active message arrived " + std::to_string(r.am_final) + " times";
+    if (am->final_count != 1) {
+      return "the last active message arrived " + std::to_string(am->final_count) + " times";
     }
-    return r.am_check ? *r.am_check : std::string();
+    return am->check;
   }
   const size_t n = r.sequenced ? r.length - 1 : r.length;
   const ptrdiff_t bad = pattern_check(r.data, n, r.seed);

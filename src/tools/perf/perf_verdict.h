@@ -13,20 +13,36 @@
 
 namespace mc::perf {
 
+/// What a receiver of a test's active messages counts as they arrive (in
+/// the handler, during progress()): the last one, known by its first bytes
+/// so that order does not matter, is checked whole against the sender's
+/// final pattern.
+struct AmTally {
+  /// Sets what the sender's last message of `length` bytes looks like.
+  void expect(size_t length, uint64_t final_seed);
+  /// One message of `length` bytes arrived.
+  void arrive(const void* data, size_t length);
+
+  uint64_t received = 0;     ///< messages that arrived
+  uint64_t final_count = 0;  ///< of them, those that began like the last one
+  size_t bad_length = 0;     ///< the length of one that arrived with another, 0: none
+  std::string check = "the last active message did not arrive";  ///< "" once it held
+
+ private:
+  size_t length_ = 0;
+  uint64_t final_seed_ = 0;
+  uint8_t final_head_[8] = {};  ///< the first bytes of the last message
+};
+
 /// What a receiving side holds at the end of a test.
 struct Receipt {
-  /// Active messages: checked by what arrived (the counts below and the
-  /// pattern check made on arrival); otherwise the last put or get, by
-  /// the pattern at `data`.
-  bool am = false;
-  uint64_t expected = 0;                  ///< messages the test sends
-  uint64_t am_received = 0;               ///< active messages that arrived
-  uint64_t am_final = 0;                  ///< of them, those that began like the last one
-  size_t am_bad_length = 0;               ///< the length of one that arrived with another, 0: none
-  const std::string* am_check = nullptr;  ///< the last one's pattern check ("" when it held)
-  const uint8_t* data = nullptr;          ///< the last message's destination
-  size_t length = 0;                      ///< bytes of one message
-  uint64_t seed = 0;                      ///< the sender's pattern of the last message
+  /// Active messages: checked by what arrived; null: the last put or get,
+  /// by the pattern at `data`.
+  const AmTally* am = nullptr;
+  uint64_t expected = 0;          ///< messages the test sends
+  const uint8_t* data = nullptr;  ///< the last message's destination
+  size_t length = 0;              ///< bytes of one message
+  uint64_t seed = 0;              ///< the sender's pattern of the last message
   /// A put ping-pong's: the last byte holds the sequence number of the last
   /// message instead of the pattern.
   bool sequenced = false;

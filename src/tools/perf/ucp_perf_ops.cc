@@ -91,7 +91,7 @@ Status UcpTest::flush() {
 
 // ucp_am_bw: the server says every message arrived.
 Status UcpTest::send_ack() {
-  const uint64_t count = am_recv_;
+  const uint64_t count = am_.received;
   MC_ASSIGN_OR_RETURN(const std::shared_ptr<ucp::Request> req,
                       ep_->am_send_nbx(kUcpAckAm, &count, sizeof(count)));
   MC_RETURN_IF_ERROR(progress_until([&] { return req->completed(); }));
@@ -105,7 +105,7 @@ Status UcpTest::send_ack() {
 Status UcpTest::run_pingpong() {
   const uint8_t* last = buf(Buf::Recv) + len_ - 1;
   auto arrived = [&] {
-    return cmd_ == UcpCmd::Am ? am_recv_ > iter_
+    return cmd_ == UcpCmd::Am ? am_.received > iter_
                               : *reinterpret_cast<const volatile uint8_t*>(last) == uint8_t(iter_);
   };
   auto send = [&]() -> Status {
@@ -174,7 +174,7 @@ Status UcpTest::serve_until_done() {
   bool acked = false;
   for (uint64_t n = 1;; ++n) {
     events_ += worker_->progress();
-    if (ack && !acked && am_recv_ >= total_) {
+    if (ack && !acked && am_.received >= total_) {
       MC_RETURN_IF_ERROR(send_ack());
       acked = true;
     }
@@ -196,12 +196,8 @@ std::string UcpTest::check_own() const {
   const bool pingpong = test_.type == TestType::PingPong;
   const bool get = cmd_ == UcpCmd::Get;
   if (!(get ? client_ : pingpong || !client_)) return "";
-  return check_receipt({.am = cmd_ == UcpCmd::Am,
+  return check_receipt({.am = cmd_ == UcpCmd::Am ? &am_ : nullptr,
                         .expected = total_,
-                        .am_received = am_recv_,
-                        .am_final = am_final_,
-                        .am_bad_length = am_bad_length_,
-                        .am_check = &am_check_,
                         .data = buf(get ? Buf::Final : Buf::Recv),
                         .length = len_,
                         .seed = get ? peer_seed_ : peer_final_seed_,

@@ -115,7 +115,7 @@ UcpTest::UcpTest(const TestInfo& test, RunContext& ctx, UcpCmd cmd)
       wd_(*ctx.watchdog) {
   own_final_seed_ = pattern_final_seed(own_seed_);
   peer_final_seed_ = pattern_final_seed(peer_seed_);
-  pattern_fill(final_head_, std::min<size_t>(len_, sizeof(final_head_)), peer_final_seed_);
+  am_.expect(len_, peer_final_seed_);
   // The callback runs inside progress() or inside the call that posts.
   auto done = [this](Status s) {
     --outstanding_;
@@ -306,21 +306,8 @@ void UcpTest::fill_info() {
 }
 
 void UcpTest::install_handlers() {
-  // Counts messages; the last one (known by its first bytes) is checked
-  // whole against the sender's final pattern.
-  worker_->set_am_handler(kUcpDataAm, [this](const void* data, size_t length) {
-    ++am_recv_;
-    const auto* bytes = static_cast<const uint8_t*>(data);
-    if (length != len_) {
-      am_bad_length_ = length;
-    } else if (std::memcmp(bytes, final_head_, std::min(length, sizeof(final_head_))) == 0) {
-      ++am_final_;
-      const ptrdiff_t bad = pattern_check(bytes, length, peer_final_seed_);
-      am_check_ = bad < 0 ? ""
-                          : "byte " + std::to_string(bad) +
-                                " of the last active message differs from the sender's";
-    }
-  });
+  worker_->set_am_handler(kUcpDataAm,
+                          [this](const void* data, size_t length) { am_.arrive(data, length); });
   worker_->set_am_handler(kUcpAckAm, [this](const void*, size_t) { am_acked_ = true; });
 }
 

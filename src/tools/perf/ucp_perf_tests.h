@@ -19,6 +19,7 @@
 #include "tools/perf/perf_measure.h"
 #include "tools/perf/perf_registry.h"
 #include "tools/perf/perf_rte.h"
+#include "tools/perf/perf_verdict.h"
 #include "tools/perf/perf_watchdog.h"
 #include "tools/perf/uct_perf_side.h"
 #include "ucp/api/ucp.h"
@@ -72,7 +73,7 @@ class UcpTest {
   Status progress_until(Done done) {
     while (!done()) {
       events_ += worker_->progress();
-      MC_RETURN_IF_ERROR(wd_.check(events_ + iter_ + am_recv_));
+      MC_RETURN_IF_ERROR(wd_.check(events_ + iter_ + am_.received));
     }
     return request_error();
   }
@@ -107,12 +108,8 @@ class UcpTest {
   ucp::RequestParams src_params_, dst_params_;  // callback and the buffer's registration
 
   // Active-message state, updated by the handlers in progress().
-  uint64_t am_recv_ = 0;
+  AmTally am_;  // the messages of the test (AmTally::expect once the seeds are known)
   bool am_acked_ = false;
-  std::string am_check_ = "the last active message did not arrive";
-  size_t am_bad_length_ = 0;
-  uint64_t am_final_ = 0;       // messages that began like the last one
-  uint8_t final_head_[8] = {};  // the first bytes of the peer's last message
 
   // Declaration order is teardown order reversed: keys and the endpoint go
   // first, the context last; buffers outlive their registrations.

@@ -134,7 +134,7 @@ Status UctTest::flush() {
 Status UctTest::run_pingpong() {
   const uint8_t* last = buf(Buf::Recv) + len_ - 1;
   auto arrived = [&] {
-    return cmd_ == UctCmd::Am ? am_recv_ > iter_
+    return cmd_ == UctCmd::Am ? am_.received > iter_
                               : *reinterpret_cast<const volatile uint8_t*>(last) == uint8_t(iter_);
   };
   for (iter_ = 0; iter_ < total_; ++iter_) {
@@ -164,12 +164,8 @@ std::string UctTest::check_own() const {
   const bool pingpong = test_.type == TestType::PingPong;
   const bool get = cmd_ == UctCmd::Get;
   if (!(single_ || (get ? client_ : pingpong || !client_))) return "";
-  return check_receipt({.am = cmd_ == UctCmd::Am,
+  return check_receipt({.am = cmd_ == UctCmd::Am ? &am_ : nullptr,
                         .expected = total_,
-                        .am_received = am_recv_,
-                        .am_final = am_final_,
-                        .am_bad_length = am_bad_length_,
-                        .am_check = &am_check_,
                         .data = buf(get ? Buf::Final : Buf::Recv),
                         .length = len_,
                         .seed = get ? peer_seed_ : peer_final_seed_,

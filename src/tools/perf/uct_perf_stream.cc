@@ -50,7 +50,7 @@ Status UctTest::run_stream_client() {
   if (cmd_ == UctCmd::Am) {
     // Over one iface the handler counts our own messages; else the server's
     // last acknowledgement says all arrived.
-    MC_RETURN_IF_ERROR(progress_until([&] { return (single_ ? am_recv_ : am_acked_) >= total_; }));
+    MC_RETURN_IF_ERROR(progress_until([&] { return (single_ ? am_.received : am_acked_) >= total_; }));
   }
   return Status::Ok;
 }
@@ -61,11 +61,11 @@ Status UctTest::serve_acks() {
   uint64_t acked = 0;
   while (acked < total_) {
     events_ += iface_->progress();
-    if (am_recv_ >= acked + step || (am_recv_ == total_ && acked < total_)) {
-      acked = am_recv_;
+    if (am_.received >= acked + step || (am_.received == total_ && acked < total_)) {
+      acked = am_.received;
       MC_RETURN_IF_ERROR(send_ack(acked));
     }
-    MC_RETURN_IF_ERROR(wd_.check(events_ + am_recv_));
+    MC_RETURN_IF_ERROR(wd_.check(events_ + am_.received));
   }
   return Status::Ok;
 }
@@ -83,7 +83,7 @@ Status UctTest::send_ack(uint64_t count) {
       return s;
     }
     events_ += iface_->progress();
-    MC_RETURN_IF_ERROR(wd_.check(events_ + am_recv_));
+    MC_RETURN_IF_ERROR(wd_.check(events_ + am_.received));
   }
 }
 

@@ -279,7 +279,7 @@ Status UctTest::setup() {
   }
   if (single_) peer_seed_ = own_seed_;
   peer_final_seed_ = pattern_final_seed(peer_seed_);
-  pattern_fill(final_head_, std::min<size_t>(len_, sizeof(final_head_)), peer_final_seed_);
+  am_.expect(len_, peer_final_seed_);
   MC_RETURN_IF_ERROR(
       side_->connect(peer.dev_addr, peer.iface_addr, peer.recv_rkey, peer.send_rkey, &why_));
   ep_ = &side_->ep();
@@ -325,20 +325,8 @@ void UctTest::fill_info() {
 }
 
 void UctTest::install_handlers() {
-  // Counts messages; the last one (known by its first bytes, so reordering
-  // does not matter) is checked whole against the sender's final pattern.
   (void)iface_->set_am_handler(kDataAm, [this](const void* data, size_t length, unsigned) {
-    ++am_recv_;
-    const auto* bytes = static_cast<const uint8_t*>(data);
-    if (length != len_) {
-      am_bad_length_ = length;
-    } else if (std::memcmp(bytes, final_head_, std::min(length, sizeof(final_head_))) == 0) {
-      ++am_final_;
-      const ptrdiff_t bad = pattern_check(bytes, length, peer_final_seed_);
-      am_check_ = bad < 0 ? ""
-                          : "byte " + std::to_string(bad) +
-                                " of the last active message differs from the sender's";
-    }
+    am_.arrive(data, length);
     return Status::Ok;
   });
   (void)iface_->set_am_handler(kAckAm, [this](const void* data, size_t length, unsigned) {

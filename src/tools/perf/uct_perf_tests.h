@@ -17,6 +17,7 @@
 #include "tools/perf/perf_measure.h"
 #include "tools/perf/perf_registry.h"
 #include "tools/perf/perf_rte.h"
+#include "tools/perf/perf_verdict.h"
 #include "tools/perf/perf_watchdog.h"
 #include "tools/perf/uct_perf_side.h"
 
@@ -106,12 +107,8 @@ class UctTest {
   uint64_t events_ = 0;  // what progress() handled; with iter_, the watchdog's mark
 
   // Active-message state, updated by the handlers in progress().
-  uint64_t am_recv_ = 0;
+  AmTally am_;  // the messages of the test (AmTally::expect once the seeds are known)
   uint64_t am_acked_ = 0;
-  std::string am_check_ = "the last active message did not arrive";
-  size_t am_bad_length_ = 0;
-  uint64_t am_final_ = 0;       // messages that began like the last one
-  uint8_t final_head_[8] = {};  // the first bytes of the peer's last message
 
   std::unique_ptr<UctSide> side_;
   uct::Iface* iface_ = nullptr;

@@ -51,23 +51,39 @@ TEST(PerfVerdict, APingPongPutEndsInItsSequenceNumber) {
   EXPECT_EQ(check_receipt(r), "the last byte holds sequence number 3, 231 expected");
 }
 
+// Active messages as the handler counts them (AmTally::arrive): ten of 64
+// bytes, the last one known by its first bytes and checked whole.
 TEST(PerfVerdict, ActiveMessagesByWhatArrived) {
-  const std::string held, bad = "byte 2 of the last active message differs";
-  Receipt r{.am = true,
-            .expected = 10,
-            .am_received = 10,
-            .am_final = 1,
-            .am_check = &held,
-            .length = 64};
+  constexpr size_t kAm = 64;
+  std::vector<uint8_t> last(kAm), other(kAm, 0), corrupt;
+  pattern_fill(last.data(), kAm, kSeed);
+  corrupt = last;
+  corrupt[20] ^= 0xff;  // past the first bytes that mark it as the last one
+  // `others` messages, then `lasts` copies of `final`, and one of `odd` bytes.
+  auto tally = [&](int others, const std::vector<uint8_t>& final, int lasts, size_t odd = 0) {
+    AmTally am;
+    am.expect(kAm, kSeed);
+    for (int i = 0; i < others; ++i) am.arrive(other.data(), kAm);
+    for (int i = 0; i < lasts; ++i) am.arrive(final.data(), kAm);
+    if (odd) am.arrive(other.data(), odd);
+    return am;
+  };
+  const std::string bad = "byte 20 of the last active message differs from the sender's";
+  Receipt r{.expected = 10, .length = kAm};
+  const AmTally held = tally(9, last, 1);
+  r.am = &held;
   EXPECT_EQ(check_receipt(r), "");
-  r.am_check = &bad;
+  const AmTally broken = tally(9, corrupt, 1);
+  r.am = &broken;
   EXPECT_EQ(check_receipt(r), bad);
-  r.am_received = 9;
+  const AmTally short_of_one = tally(8, last, 1);
+  r.am = &short_of_one;
   EXPECT_EQ(check_receipt(r), "9 active messages arrived, 10 expected");
-  r.am_received = 10;
-  r.am_final = 2;
+  const AmTally twice = tally(8, last, 2);
+  r.am = &twice;
   EXPECT_EQ(check_receipt(r), "the last active message arrived 2 times");
-  r.am_bad_length = 63;
+  const AmTally odd = tally(8, last, 1, 63);
+  r.am = &odd;
   EXPECT_EQ(check_receipt(r), "an active message of 63 bytes arrived, 64 expected");
 }
 
