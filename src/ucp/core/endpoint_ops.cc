@@ -58,6 +58,14 @@ void append_new(std::vector<size_t>* to, const std::vector<size_t>& from) {
   }
 }
 
+// Every lane a put or get may use, in the selection's order: what a rail
+// preference ranks.
+std::vector<size_t> rma_pool(const wireup::LaneSelection& sel) {
+  std::vector<size_t> pool = sel.rma_lanes;
+  append_new(&pool, sel.rma_bw_lanes);
+  return pool;
+}
+
 }  // namespace
 
 Status EndpointImpl::no_protocol(proto::Op op, uct::MemType mem) const {
@@ -87,8 +95,7 @@ unsigned EndpointImpl::lane_rank(size_t lane, const RailPreference& rails) const
 }
 
 std::vector<LaneRank> EndpointImpl::rank_lanes(const RailPreference& rails) const {
-  std::vector<size_t> pool = selection_.rma_lanes;
-  append_new(&pool, selection_.rma_bw_lanes);
+  const std::vector<size_t> pool = rma_pool(selection_);
   std::vector<LaneRank> out;
   for (size_t lane : pool) {
     out.push_back({lane, lane_rank(lane, rails), !is_error(runtime_[lane].status)});
@@ -272,8 +279,7 @@ std::shared_ptr<Request> EndpointImpl::rma_now(proto::Op op, const proto::ProtoR
 }
 
 void EndpointImpl::build_entries() {
-  std::vector<size_t> pool = selection_.rma_lanes;
-  append_new(&pool, selection_.rma_bw_lanes);
+  const std::vector<size_t> pool = rma_pool(selection_);
   rails_rank_ = pool.size() >= 2 && std::any_of(pool.begin(), pool.end(), [&](size_t lane) {
                   const size_t local = selection_.lanes[lane].local;
                   return worker_->local_resources()[local].dev_type == uct::DeviceType::Net;
