@@ -67,7 +67,7 @@ fi
 declare -A api=(
   [libmc_ucs]='^mc::ucs::'
   [libmc_uct]='^mc::uct::'
-  [libmc_ucp]='^(mc::ucp::(Endpoint|Worker|Context|MemHandle|Rkey|Request)::|mc::ucp::(choose_tls|rndv_frag_size|context_config_table|register_ucp_config_tables|tl_allowed)\(|mc_ucp_)'
+  [libmc_ucp]='^(mc::ucp::(Endpoint|Worker|Context|File|MemHandle|Rkey|Request)::|mc::ucp::(choose_tls|rndv_frag_size|context_config_table|register_ucp_config_tables|tl_allowed)\(|mc_ucp_)'
   [libmc_metadata]='^mc::metadata::'
   [libmc_te]='^(mc::TransferEngine::|mc_te_)'
   [libtransfer_engine]='.'

@@ -86,6 +86,10 @@ class Context {
   /// NUMA node of device `dev_name`: the transport's answer, else the
   /// topology's; -1 when neither knows.
   int numa_node_of(const uct::TlResource& tl) const;
+  /// Why UCT component `name` offers no usable resource, for messages: its
+  /// own reason (a library or driver missing; "" when it gives none), or
+  /// nullopt when no such component is loaded (mc_info -m says why).
+  std::optional<std::string> component_unavailable_reason(const std::string& name) const;
   /// Writes one line per resource: name, md, device type, kept or why not.
   void print(std::ostream& os) const;
   /// The remote-accessible registrations of non-host memory (GPU memory)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ucp/api/context.h"
+#include "ucp/api/file.h"
 #include "ucp/api/request.h"
 
 namespace mc::ucp {
@@ -136,6 +137,28 @@ class Worker {
   /// The resources (into Context::resources()) whose ifaces opened, in
   /// resource order.
   std::vector<size_t> iface_resources() const;
+
+  /// Opens `path` for file_io() with the worker's file transport (nvmeof,
+  /// which the first call opens and progress() progresses from then on):
+  /// read-write when `writable`, else read-only. Unsupported when the
+  /// transport is not loaded, the open's error otherwise (both logged,
+  /// with the path).
+  Result<std::unique_ptr<File>> file_open(const std::string& path, bool writable);
+  /// How file_io() moves memory of type `mem` (opening the file transport
+  /// if needed). Unsupported, not logged, when it cannot: GPU memory that
+  /// the transport does not access (no cuFile) and no enabled memory-type
+  /// transport copies (cuda_copy, MC_TLS); other errors of setting up the
+  /// staging (logged).
+  Result<FileRoute> file_route(uct::MemType mem);
+  /// Starts `io`. Its request completes once every run is written or read
+  /// and nothing of it is in flight, with Ok or the first error (an I/O
+  /// error is logged with the file and the errno). InvalidParam, logged
+  /// with why, for runs outside their files, a write to a file opened
+  /// read-only, or staged runs whose buffers do not follow each other;
+  /// file_route()'s errors for memory that cannot reach files. A deadline
+  /// (params.timeout, default MC_TRANSFER_TIMEOUT) stops posting; what is
+  /// posted still completes before the request does.
+  Result<std::shared_ptr<Request>> file_io(const FileIo& io, const RequestParams& params = {});
 
  protected:
   Worker() = default;  ///< only WorkerImpl derives

@@ -167,6 +167,12 @@ void Context::print(std::ostream& os) const {
   }
 }
 
+std::optional<std::string> Context::component_unavailable_reason(const std::string& name) const {
+  const uct::Component* c = uct::find_component(name);
+  if (c == nullptr) return std::nullopt;
+  return c->unavailable_reason();
+}
+
 int Context::numa_node_of(const uct::TlResource& tl) const {
   if (tl.numa_node >= 0 || !topology_) return tl.numa_node;
   const ucs::TopoDevice* dev = topology_->find(tl.dev_name);

@@ -10,6 +10,7 @@
 
 #include "ucp/core/am_reassembly.h"
 #include "ucp/core/endpoint.h"
+#include "ucp/core/file_service.h"
 #include "ucp/core/request_alloc.h"
 #include "ucp/proto/am_wire.h"
 #include "ucp/proto/flush_op.h"
@@ -58,6 +59,9 @@ Result<std::unique_ptr<WorkerImpl>> WorkerImpl::create(Context& context,
 }
 
 WorkerImpl::~WorkerImpl() {
+  // File operations posted complete into their requests' ops: let them end
+  // before the requests are cancelled and freed.
+  if (files_) files_->drain();
   close_rndv();
   remote_staging_->close();
   if (eps_.size() > reply_eps_.size()) {
@@ -69,6 +73,7 @@ WorkerImpl::~WorkerImpl() {
     if (r->op_) r->op_->orphan();
   }
   active_.clear();
+  files_.reset();
   rndv_recvs_.clear();
   remote_staging_.reset();
   reply_eps_.clear();
@@ -211,6 +216,7 @@ unsigned WorkerImpl::progress() {
   }
   if (!rndv_recvs_.empty()) reap_rndv_recvs();
   if (!remote_staging_->idle()) events += remote_staging_->progress();
+  if (files_) events += files_->progress();
   return events;
 }
 

@@ -2,7 +2,7 @@
 // WorkerImpl: the worker behind api/worker.h's Worker (whose methods
 // forward to it), with what the library's endpoints, protocols, tools and
 // tests use besides: the ifaces, the resources as lane selection sees them,
-// request submission, staging paths. Not installed.
+// request submission, staging paths, the file transport. Not installed.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +39,7 @@ class RndvSendOp;
 struct RndvRecv;
 class RemoteStaging;
 class RemoteStagingOp;
+class FileService;
 
 /// An iface the worker opened.
 struct WorkerIface {
@@ -105,6 +106,10 @@ class WorkerImpl final : public Worker {
   Result<std::shared_ptr<Request>> flush(const RequestParams& params = {});
   uct::MemType detect_mem_type(const void* buffer, size_t length) const;
   std::vector<size_t> iface_resources() const;
+  // Files (core/worker_files.cc).
+  Result<std::unique_ptr<File>> file_open(const std::string& path, bool writable);
+  Result<FileRoute> file_route(uct::MemType mem);
+  Result<std::shared_ptr<Request>> file_io(const FileIo& io, const RequestParams& params);
 
   /// The ifaces, in resource order.
   const std::vector<WorkerIface>& ifaces() const { return ifaces_; }
@@ -126,13 +131,12 @@ class WorkerImpl final : public Worker {
   /// before `seq` has completed.
   bool completed_before(const EndpointImpl* ep, uint64_t seq) const;
   /// The memory-type transport and bounce pool that stage memory of type
-  /// `mem` through host memory, for callers that move the bounce buffers
-  /// themselves (the Transfer Engine's file segments) with
-  /// proto::StagingOp. The endpoint and the pool are made on first use and
-  /// live as long as the worker; use them under the worker's thread rules.
-  /// Unsupported (not logged: a query) when no enabled transport copies
-  /// between host memory and `mem`; the errors of making the endpoint or
-  /// the pool (logged).
+  /// `mem` through host memory, for the protocols that move the bounce
+  /// buffers themselves (file_io's staged protocol) with proto::StagingOp.
+  /// The endpoint and the pool are made on first use and live as long as
+  /// the worker. Unsupported (not logged: a query) when no enabled transport
+  /// copies between host memory and `mem`; the errors of making the
+  /// endpoint or the pool (logged).
   Result<StagingPath> staging_path(uct::MemType mem);
 
   // What its endpoints and protocols ask of the worker: they reach nothing
@@ -219,6 +223,8 @@ class WorkerImpl final : public Worker {
   void finish_rndv_recv(RndvRecv* r, Status status);
   void reap_rndv_recvs();
   void close_rndv();
+  /// Opens the file transport (files_) unless it is open (worker_files.cc).
+  Status open_files();
 
   Context* context_;
   uint64_t uuid_;
@@ -262,6 +268,9 @@ class WorkerImpl final : public Worker {
   /// Remote staging, both sides (core/worker_remote_staging.cc); destroyed
   /// before the reply endpoints its served requests use.
   std::unique_ptr<RemoteStaging> remote_staging_;
+  /// The file transport, opened by the first file_open or file_route;
+  /// drained before the requests are cancelled, closed after them.
+  std::unique_ptr<FileService> files_;
   // Threads and blocking progress.
   mutable std::recursive_mutex mutex_;  ///< multi mode: taken by every public method
   bool multi_ = false;

@@ -17,7 +17,6 @@
 #include "ucp/te/test_hooks.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
-#include "uct/base/component_loader.h"
 
 namespace mc {
 
@@ -127,10 +126,10 @@ te::NvlinkFacts nvlink_facts(const ucp::Context& context) {
     }
   }
   if (!f.cuda_ipc_usable && f.cuda_ipc_why.empty()) {
-    uct::Component* c = uct::find_component("cuda_ipc");
-    f.cuda_ipc_why = c ? c->unavailable_reason()
-                       : "libmc_uct_cuda_ipc.so is not loaded (built unless configure is given "
-                         "--without-cuda; mc_info -m says why)";
+    f.cuda_ipc_why = context.component_unavailable_reason("cuda_ipc")
+                         .value_or(
+                             "libmc_uct_cuda_ipc.so is not loaded (built unless configure "
+                             "is given --without-cuda; mc_info -m says why)");
     if (f.cuda_ipc_why.empty()) f.cuda_ipc_why = "its memory domain did not open";
   }
   return f;
@@ -335,11 +334,9 @@ void TransferEngine::Impl::shutdown() {
   }
   {
     // File tasks in flight complete into their tasks: let them end before
-    // the batches go, then close the nvmeof transport.
+    // the batches go.
     std::unique_lock<std::mutex> lock(mu_);
-    drain_file_ops_locked(lock);
-    file_ep_.reset();
-    file_iface_.reset();
+    if (worker_) drain_file_ops_locked(lock);
   }
   rpc_.reset();
   notifier_.reset();  // after the listener that hands it requests, before the store
@@ -360,8 +357,7 @@ void TransferEngine::Impl::shutdown() {
   }
   pending_.clear();
   batches_.clear();
-  segments_.clear();  // file segments' handles before their md
-  file_md_.reset();
+  segments_.clear();  // file segments' files before the worker
   buffers_.clear();
   worker_.reset();
   context_.reset();
@@ -706,17 +702,7 @@ int TransferEngine::Impl::close_segment(SegmentHandle id) {
     return static_cast<int>(Status::Busy);
   }
   endpoints_->remove(id);
-  const bool file = it->second->file;
-  segments_.erase(it);
-  if (file && file_inflight_ == 0 &&
-      std::none_of(segments_.begin(), segments_.end(),
-                   [](const auto& kv) { return kv.second->file; })) {
-    // The last file segment: close the nvmeof transport, and with it the
-    // files it keeps open; the next file segment opens it again.
-    file_ep_.reset();
-    file_iface_.reset();
-    file_md_.reset();
-  }
+  segments_.erase(it);  // a file segment's files close with it
   return 0;
 }
 

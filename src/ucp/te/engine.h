@@ -44,9 +44,6 @@
 #include "ucp/te/rpc_server.h"
 #include "ucp/te/te_config.h"
 #include "ucs/topo/topo.h"
-#include "uct/api/ep.h"
-#include "uct/api/iface.h"
-#include "uct/api/md.h"
 
 namespace mc {
 
@@ -64,16 +61,15 @@ struct LocalBuffer {
   size_t inflight = 0;        ///< tasks from or to it not yet ended
 };
 
-/// One file of an opened file (nvmeof) segment, registered with the nvmeof
-/// md of this process (engine_file.cc).
+/// One file of an opened file (nvmeof) segment, opened with the worker's
+/// file transport (engine_file.cc).
 struct FileBuffer {
   std::string path;          ///< the path used on this host (local_path_map or file_path)
   uint64_t offset = 0;       ///< where it starts in the segment's offset space
   uint64_t length = 0;       ///< from the descriptor
-  uint64_t file_length = 0;  ///< the file's size when it was registered
+  uint64_t file_length = 0;  ///< the file's size when it was opened
   bool writable = false;     ///< opened for writing (false: a read-only file here)
-  std::unique_ptr<uct::MemHandle> memh;
-  std::unique_ptr<uct::Rkey> rkey;
+  std::unique_ptr<ucp::File> file;
 };
 
 /// An opened remote segment: a RAM segment (`desc`) or, when `file` is set,
@@ -114,10 +110,7 @@ struct Task {
   Status end_error = Status::Ok;
   te::EndpointStore::Entry entry;  ///< the endpoint carrying it while PENDING
   std::vector<std::shared_ptr<ucp::Request>> requests;
-  void* engine = nullptr;     ///< file tasks: the Impl completing them
-  uct::Completion file_comp;  ///< file tasks: one count per piece (engine_file.cc)
-  /// File tasks: the type of the local memory. Not Host (GPU memory): moved
-  /// through host bounce buffers (engine_file_staged.cc).
+  /// File tasks: the type of the local memory (Worker::file_io's).
   uct::MemType file_mem = uct::MemType::Host;
 };
 
@@ -210,16 +203,11 @@ class TransferEngine::Impl {
                                                            const std::string& json);
   Result<std::string> local_file_path(const std::string& segment,
                                       const metadata::FileSegmentDesc& desc, size_t index) const;
-  Status open_file_transport();
   bool validate_file_locked(const TransferRequest& req, const RemoteSegment& seg, Task* task,
                             std::string* why);
   void post_file_task_locked(Task* task, RemoteSegment& seg);
   void on_file_done_locked(Task* task, Status status);
   void drain_file_ops_locked(std::unique_lock<std::mutex>& lock);
-
-  // engine_file_staged.cc
-  bool validate_file_staging_locked(const TransferRequest& req, Task* task, std::string* why);
-  void post_file_staged_locked(Task* task, RemoteSegment& seg);
 
   // engine_refresh.cc: publication, who owns the segment name, the refresher
   Status claim_keys();
@@ -326,15 +314,7 @@ class TransferEngine::Impl {
   std::map<const te::EpEntry*, std::vector<Task*>> unflushed_;
   std::vector<te::EndpointStore::Entry> unflushed_entries_;
   std::unique_ptr<te::EndpointStore> endpoints_;
-  /// The nvmeof transport of this process, opened by the first file segment
-  /// (set under open_mu_ and mu_; used under mu_).
-  std::unique_ptr<uct::MemoryDomain> file_md_;
-  std::unique_ptr<uct::Iface> file_iface_;
-  std::unique_ptr<uct::Endpoint> file_ep_;
   size_t file_inflight_ = 0;  ///< file tasks PENDING (also counted in inflight_)
-  /// Memory the nvmeof iface moves itself (its access_mem_types): GPU memory
-  /// in it goes to files directly (cuFile), other GPU memory is staged.
-  uct::MemTypeMask file_mem_types_ = uct::mem_type_bit(uct::MemType::Host);
   /// Per local resource (the worker's order): the bandwidth average of
   /// NicLoadStat, and whether it has one yet (sample_load_locked).
   std::vector<std::pair<double, bool>> load_ewma_;

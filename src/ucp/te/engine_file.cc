@@ -4,13 +4,12 @@
 // laid end to end (file 0 at [0, len0), file 1 at [len0, len0 + len1), ...).
 // Each file is opened at the path local_path_map gives for this engine
 // (local_server_name, then its host part), or at file_path when this engine
-// is the segment's server_name, and registered with the nvmeof md of this
-// process; tasks are split at file boundaries (and at the transport's
-// largest request) into put/get zcopy on the nvmeof endpoint, progressed by
-// the progress thread. The owner's CPU takes no part: the file is mounted
-// here. GPU memory goes the same way when the nvmeof iface accesses it
-// (cuFile: its access_mem_types has Cuda), else through host bounce buffers
-// (engine_file_staged.cc).
+// is the segment's server_name, with the worker's file transport
+// (Worker::file_open: nvmeof in this process). A task is cut at the file
+// boundaries into the runs of one Worker::file_io request, progressed with
+// the worker by the progress thread; the worker moves GPU memory directly
+// (cuFile) or through host bounce buffers. The owner's CPU takes no part:
+// the file is mounted here.
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,11 +17,8 @@
 #include <thread>
 
 #include "ucp/te/engine.h"
-#include "ucp/te/file_io_op.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
-#include "uct/api/component.h"
-#include "uct/base/component_loader.h"
 
 namespace mc {
 
@@ -45,39 +41,6 @@ Result<std::string> TransferEngine::Impl::local_file_path(const std::string& seg
   return Status::NoElem;
 }
 
-Status TransferEngine::Impl::open_file_transport() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (file_ep_) return Status::Ok;
-  }
-  uct::Component* comp = uct::find_component("nvmeof");
-  if (comp == nullptr) {
-    MC_LOG(error) << "transfer engine: file segments need the nvmeof transport, which is not "
-                     "loaded (built without liburing? see mc_info -m)";
-    return Status::Unsupported;
-  }
-  MC_ASSIGN_OR_RETURN(ucs::config::Sources sources, ucs::config::Sources::from_process());
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<uct::MemoryDomain> md, comp->md_open("nvmeof", sources));
-  uct::IfaceParams params;
-  params.tl_name = "nvmeof";
-  params.dev_name = "file";
-  params.sources = &sources;
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<uct::Iface> iface, md->iface_open(params));
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<uct::Endpoint> ep,
-                      iface->ep_create(iface->device_address(), iface->iface_address()));
-  const uct::MemTypeMask mem_types = iface->query().access_mem_types;
-  MC_LOG(info) << "transfer engine: file segments: GPU memory "
-               << ((mem_types & uct::mem_type_bit(uct::MemType::Cuda))
-                       ? "moves directly (nvmeof with cuFile)"
-                       : "goes through host bounce buffers (nvmeof without cuFile: mc_info -d)");
-  std::lock_guard<std::mutex> lock(mu_);
-  file_mem_types_ = mem_types;
-  file_md_ = std::move(md);
-  file_iface_ = std::move(iface);
-  file_ep_ = std::move(ep);
-  return Status::Ok;
-}
-
 Result<std::unique_ptr<RemoteSegment>> TransferEngine::Impl::make_file_segment(
     const std::string& name, const std::string& json) {
   std::string error;
@@ -93,7 +56,6 @@ Result<std::unique_ptr<RemoteSegment>> TransferEngine::Impl::make_file_segment(
                      "buffers";
     return Status::InvalidParam;
   }
-  MC_RETURN_IF_ERROR(open_file_transport());
   auto seg = std::make_unique<RemoteSegment>();
   seg->name = name;
   seg->file = true;
@@ -107,28 +69,27 @@ Result<std::unique_ptr<RemoteSegment>> TransferEngine::Impl::make_file_segment(
     // Writable when the file lets this process write it; else read-only
     // (WRITE tasks to it are INVALID).
     // (access() first, so that a read-only file logs no open error.)
-    Result<std::unique_ptr<uct::MemHandle>> memh = Status::Rejected;
-    if (::access(path.c_str(), W_OK) == 0) memh = file_md_->mem_reg_file(path, uct::kAccessAll);
-    if (memh.ok()) {
-      f.writable = true;
-    } else {
-      memh = file_md_->mem_reg_file(path, uct::kAccessLocal | uct::kAccessRemoteRead);
+    Result<std::unique_ptr<ucp::File>> file = Status::Rejected;
+    {
+      std::lock_guard<std::mutex> lock(mu_);  // the worker's, as every call of it
+      if (::access(path.c_str(), W_OK) == 0) file = worker_->file_open(path, true);
+      if (!file.ok() && file.status() != Status::Unsupported) {
+        file = worker_->file_open(path, false);
+      }
     }
-    if (!memh.ok()) {
+    if (!file.ok()) {
       MC_LOG(error) << "transfer engine: openSegment('" << name << "'): cannot open buffer " << i
-                    << " at '" << path << "': " << memh.status();
-      return memh.status();
+                    << " at '" << path << "': " << file.status();
+      return file.status();
     }
-    f.file_length = (*memh)->length();
+    f.writable = (*file)->writable();
+    f.file_length = (*file)->length();
     if (f.file_length < f.length) {
       MC_LOG(warn) << "transfer engine: segment '" << name << "': '" << path << "' has "
                    << f.file_length << " bytes, its descriptor says " << f.length
                    << " (truncated?); tasks past " << f.file_length << " are INVALID";
     }
-    std::vector<uint8_t> packed;
-    MC_RETURN_IF_ERROR(file_md_->mkey_pack(**memh, &packed));
-    MC_ASSIGN_OR_RETURN(f.rkey, file_md_->rkey_unpack(packed));
-    f.memh = std::move(*memh);
+    f.file = std::move(*file);
     if (offset + f.length < offset) {
       MC_LOG(error) << "transfer engine: openSegment('" << name << "'): lengths overflow";
       return Status::InvalidParam;
@@ -171,63 +132,69 @@ bool TransferEngine::Impl::validate_file_locked(const TransferRequest& req,
       return false;
     }
   }
-  // Local memory: host memory is read and written by the nvmeof transport
-  // itself (the CPU / the kernel); GPU memory too with cuFile, else staged.
-  return validate_file_staging_locked(req, task, why);
+  // Local memory: host memory, and GPU memory where the nvmeof transport
+  // reads and writes it itself (cuFile); other GPU memory goes through host
+  // bounce buffers. The worker decides which (Worker::file_route).
+  std::string location;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(req.source);
+  if (auto next = buffers_.upper_bound(a); next != buffers_.begin()) {
+    const LocalBuffer& b = *std::prev(next)->second;
+    if (a - std::prev(next)->first < b.length) location = b.location;
+  }
+  uct::MemType mem = uct::MemType::Host;
+  if (location.starts_with("cuda")) {
+    mem = uct::MemType::Cuda;
+  } else if (location.empty()) {
+    mem = worker_->detect_mem_type(req.source, req.length);  // not registered
+  }
+  task->file_mem = mem;
+  const Result<ucp::FileRoute> route = worker_->file_route(mem);
+  if (route.ok()) return true;
+  const std::string what = location.empty() ? std::string("detected as ") + uct::mem_type_name(mem)
+                                            : "registered at " + location;
+  if (route.status() == Status::Unsupported) {
+    *why = "the local buffer is GPU memory (" + what +
+           "), which file segments move through host bounce buffers with a memory-type "
+           "transport (nvmeof does not use cuFile here: mc_info -d), and none is enabled "
+           "(cuda_copy: see MC_TLS and mc_info -d)";
+  } else {
+    *why = "the local buffer is GPU memory (" + what +
+           ") and its staging through host memory cannot be set up: " +
+           ucs::status_string(route.status());
+  }
+  return false;
 }
 
+// The task's range cut at the segment's file boundaries, as runs of
+// Worker::file_io: the worker cuts them at the transport's largest request
+// and moves GPU memory directly or staged, as file_route said at submit.
 void TransferEngine::Impl::post_file_task_locked(Task* task, RemoteSegment& seg) {
-  if (!file_ep_) {  // not expected: a file segment is open
-    MC_LOG(error) << "transfer engine: the nvmeof transport is closed";
-    finish_locked(task, FAILED);
-    return;
+  ucp::FileIo io;
+  io.write = task->req.opcode == TransferRequest::WRITE;
+  io.mem_type = task->file_mem;
+  io.memh = task->local ? task->local->memh.get() : nullptr;
+  uint64_t pos = task->req.target_offset;
+  const uint64_t end = pos + task->req.length;
+  auto* local = static_cast<uint8_t*>(task->req.source);
+  for (size_t i = task->buffer_index; i < seg.files.size() && pos < end; ++i) {
+    const FileBuffer& f = seg.files[i];
+    if (pos < f.offset || pos >= f.offset + f.length) continue;  // not expected: checked at submit
+    const uint64_t n = std::min(end, f.offset + f.length) - pos;
+    io.runs.push_back({f.file.get(), pos - f.offset, local + (pos - task->req.target_offset),
+                       static_cast<size_t>(n)});
+    pos += n;
   }
-  if (!(file_mem_types_ & uct::mem_type_bit(task->file_mem))) {
-    post_file_staged_locked(task, seg);
-    return;
-  }
-  const bool write = task->req.opcode == TransferRequest::WRITE;
-  const std::vector<te::FilePiece> pieces =
-      te::file_pieces(seg, task->buffer_index, task->req.target_offset, task->req.length,
-                      static_cast<uint8_t*>(task->req.source));
   task->status = PENDING;
   task->first_error = Status::Ok;
-  task->engine = this;
-  task->file_comp = uct::Completion{};
-  task->file_comp.arg = task;
-  task->file_comp.func = [](uct::Completion* c) {
-    Task* t = static_cast<Task*>(c->arg);
-    static_cast<TransferEngine::Impl*>(t->engine)->on_file_done_locked(t, c->status);
-  };
-  // One count per piece and one held while posting, so that nothing ends
-  // the task before every piece is posted.
-  task->file_comp.count = static_cast<int>(pieces.size()) + 1;
   inflight_++;
   file_inflight_++;
-  // GPU memory is named by a handle of its type (nvmeof registers no local
-  // memory; it reads the type, for cuFile); read only while posting.
-  const uct::MemHandle gpu(task->req.source, task->req.length, uct::kAccessLocal, task->file_mem);
-  const uct::MemHandle* memh = task->file_mem != uct::MemType::Host ? &gpu : nullptr;
-  Status failed = Status::Ok;
-  for (const te::FilePiece& p : pieces) {
-    if (failed != Status::Ok) {
-      uct::completion_update(&task->file_comp, failed);  // not posted
-      continue;
-    }
-    uct::Iov iov{p.local, p.length, memh};
-    const Status s = write
-                         ? file_ep_->put_zcopy(&iov, 1, p.offset, *p.file->rkey, &task->file_comp)
-                         : file_ep_->get_zcopy(&iov, 1, p.offset, *p.file->rkey, &task->file_comp);
-    if (s == Status::InProgress) continue;
-    if (s != Status::Ok) {
-      MC_LOG(error) << "transfer engine: " << (write ? "write to" : "read from") << " '"
-                    << p.file->path << "' (" << p.length << " bytes at " << p.offset
-                    << ") not started: " << s;
-      failed = s;
-    }
-    uct::completion_update(&task->file_comp, s);
-  }
-  uct::completion_update(&task->file_comp, Status::Ok);
+  ucp::RequestParams rp;
+  // A posted file task has no deadline: the file's I/O ends on its own.
+  rp.timeout = ucs::config::Duration::max();
+  rp.callback = [this, task](Status s) { on_file_done_locked(task, s); };
+  // The callback may run inside file_io (an error at once, a copy failing).
+  Result<std::shared_ptr<ucp::Request>> r = worker_->file_io(io, rp);
+  if (!r.ok()) on_file_done_locked(task, r.status());
 }
 
 void TransferEngine::Impl::on_file_done_locked(Task* task, Status s) {
@@ -245,23 +212,17 @@ void TransferEngine::Impl::on_file_done_locked(Task* task, Status s) {
                 << " of file segment '" << (seg != segments_.end() ? seg->second->name : "?")
                 << "' failed: "
                 << (stop_ && s == Status::Ok ? "engine stopping" : ucs::status_string(s))
-                << (!(file_mem_types_ & uct::mem_type_bit(task->file_mem))
-                        ? " (staged through host memory: the log above names the failed copy, "
-                          "or the file and the errno)"
-                        : " (the nvmeof log above names the file and the errno)");
+                << " (the log above names the file and the errno, or the failed copy of "
+                   "memory staged through host memory)";
   if (s != Status::Ok) task->end_error = s;
   finish_locked(task, FAILED);
 }
 
 void TransferEngine::Impl::drain_file_ops_locked(std::unique_lock<std::mutex>& lock) {
-  (void)lock;  // held: the iface is progressed under mu_
-  if (!file_iface_) return;
+  (void)lock;  // held: the worker is progressed under mu_
   const uint64_t give_up = ucs::monotonic_ns() + 30'000'000'000ULL;
   while (file_inflight_ > 0 && ucs::monotonic_ns() < give_up) {
-    // Staged tasks also wait for the worker's memory-type copies.
-    unsigned events = file_iface_->progress();
-    if (worker_) events += worker_->progress();
-    if (events == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (worker_->progress() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   if (file_inflight_ > 0) {
     MC_LOG(warn) << "transfer engine: " << file_inflight_ << " file operations did not end";

@@ -411,7 +411,6 @@ unsigned TransferEngine::Impl::post_pending_locked(uint64_t now) {
 
 unsigned TransferEngine::Impl::progress_once_locked(uint64_t now) {
   unsigned events = worker_->progress();
-  if (file_iface_) events += file_iface_->progress();
   // A task posted counts as an event: its completion is polled for, not
   // slept through (a sleep held one task's completion for up to 1 ms).
   events += post_pending_locked(now);
