@@ -14,6 +14,7 @@
 #include "ucs/config/registry.h"
 #include "ucs/config/table.h"
 #include "uct/api/types.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp {
 
@@ -68,21 +69,21 @@ struct TlsChoice {
 /// MC_TLS=tcp and MC_FORCE_HCA means MC_TLS=rc_verbs,rc_mlx5 (Mooncake's
 /// meanings); either wins over MC_TLS, with a note saying so when MC_TLS is
 /// not "all". Both set: InvalidParam, `*error` naming both. Pure; thread-safe.
-ucs::Result<TlsChoice> choose_tls(const ContextConfig& config, std::string* error);
+MC_API ucs::Result<TlsChoice> choose_tls(const ContextConfig& config, std::string* error);
 
 /// The staging fragment of memory type `type` from MC_RNDV_FRAG_SIZE, or its
 /// default (host 512 KiB, cuda and cuda-managed 4 MiB).
-size_t rndv_frag_size(const ContextConfig& config, uct::MemType type);
+MC_API size_t rndv_frag_size(const ContextConfig& config, uct::MemType type);
 
 /// The table of ContextConfig (global knobs, prefix "MC_").
-const ucs::config::Table& context_config_table();
+MC_API const ucs::config::Table& context_config_table();
 
 /// Registers the UCP tables with `registry` (idempotent). Context::create()
 /// calls it; tools call it to list the knobs without creating a context.
-void register_ucp_config_tables(ucs::config::Registry& registry);
+MC_API void register_ucp_config_tables(ucs::config::Registry& registry);
 
 /// Whether transport `tl_name` passes MC_TLS `list`, expanding the aliases
 /// `shm` (sm) and `net` (tcp and every rc_* transport). Pure; thread-safe.
-bool tl_allowed(const ucs::config::AllowList& list, std::string_view tl_name);
+MC_API bool tl_allowed(const ucs::config::AllowList& list, std::string_view tl_name);
 
 }  // namespace mc::ucp

@@ -12,6 +12,7 @@
 #include "ucp/api/config.h"
 #include "ucs/config/sources.h"
 #include "ucs/status/status.h"
+#include "ucs/sys/visibility.h"
 #include "ucs/topo/topo.h"
 #include "uct/api/component.h"
 #include "uct/api/md.h"
@@ -56,7 +57,7 @@ struct ResourceInfo {
 
 /// The root object of UCP. Thread safety: immutable after create(), so any
 /// thread may read it; it must outlive its workers and memory handles.
-class Context {
+class MC_API Context {
  public:
   /// Reads the configuration (registering the UCP tables), loads the UCT
   /// components, opens every memory domain and lists the resources, filtered

@@ -15,6 +15,7 @@
 #include "ucp/api/mem_handle.h"
 #include "ucp/api/request.h"
 #include "ucp/api/rkey.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp {
 
@@ -52,7 +53,7 @@ struct LaneInfo : LaneCounters {
 /// Made by Worker::ep_create(). Thread safety: as its worker. Destroying an
 /// endpoint cancels its requests in progress (they complete with Canceled)
 /// and destroys its UCT endpoints.
-class Endpoint {
+class MC_API Endpoint {
  public:
   virtual ~Endpoint();
   Endpoint(const Endpoint&) = delete;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ucs/sys/visibility.h"
 #include "uct/api/types.h"
 
 namespace mc::ucp {
@@ -22,7 +23,7 @@ class MemHandle;
 /// A file registered with a worker's file transport (Worker::file_open).
 /// Closed when destroyed; it must not outlive its worker, nor a request of
 /// Worker::file_io that names it.
-class File {
+class MC_API File {
  public:
   virtual ~File();
   File(const File&) = delete;

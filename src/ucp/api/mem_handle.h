@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ucs/status/status.h"
+#include "ucs/sys/visibility.h"
 #include "uct/api/md.h"
 
 namespace mc::ucp {
@@ -20,7 +21,7 @@ class Context;
 /// A registration of [address, address + length) in the suitable memory
 /// domains of a context. Destroying it deregisters. Thread safety: immutable
 /// after map(); must not outlive its context.
-class MemHandle {
+class MC_API MemHandle {
  public:
   /// Registers memory of type `mem` with every memory domain that registers
   /// that type (failures of one md are logged at debug level and skipped).

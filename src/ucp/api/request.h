@@ -13,6 +13,7 @@
 
 #include "ucs/config/parser.h"
 #include "ucs/status/status.h"
+#include "ucs/sys/visibility.h"
 #include "uct/api/types.h"
 
 namespace mc::ucp {
@@ -98,7 +99,7 @@ class RequestOp;
 /// that wait; what was already handed to a transport then finishes in the
 /// background, and the buffer must stay valid until it has (a flush of the
 /// endpoint, or the endpoint destroyed).
-class Request {
+class MC_API Request {
   struct Key {};  ///< only the worker makes requests
 
  public:

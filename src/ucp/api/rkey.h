@@ -6,13 +6,14 @@
 #include <memory>
 #include <vector>
 
+#include "ucs/sys/visibility.h"
 #include "uct/api/md.h"
 
 namespace mc::ucp {
 
 /// Made by Endpoint::rkey_unpack(); valid for that endpoint only, and must
 /// not outlive it. Thread safety: immutable.
-class Rkey {
+class MC_API Rkey {
  public:
   ~Rkey();
   Rkey(const Rkey&) = delete;

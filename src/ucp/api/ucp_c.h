@@ -13,6 +13,11 @@
 extern "C" {
 #endif
 
+/* Exported from libmc_ucp, which hides what is not API. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 /// Outcome of a call; the same values as mc::ucs::Status. MC_UCP_OK and
 /// MC_UCP_INPROGRESS are not errors; every negative value is.
 typedef enum mc_ucp_status {
@@ -259,6 +264,10 @@ void mc_ucp_request_cancel(mc_ucp_request_t* request);
 /// on in the background; its callback still runs. Thread safety: as the
 /// worker.
 void mc_ucp_request_free(mc_ucp_request_t* request);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }  // extern "C"

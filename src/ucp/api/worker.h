@@ -18,6 +18,7 @@
 #include "ucp/api/context.h"
 #include "ucp/api/file.h"
 #include "ucp/api/request.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp {
 
@@ -60,7 +61,7 @@ struct WorkerParams {
 ///   the mutex; signal() and the read-only accessors never take it.
 /// Either way the worker must outlive its endpoints and requests' use, and
 /// the context must outlive the worker.
-class Worker {
+class MC_API Worker {
  public:
   /// Opens an iface on every enabled resource of `context` (a failure is
   /// logged and that resource is marked unusable with the reason) and starts

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ucs/status/status.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp {
 
@@ -28,13 +29,13 @@ struct RkeyContainer {
 };
 
 /// Packs `c`. Pure.
-std::vector<uint8_t> rkey_container_pack(const RkeyContainer& c);
+MC_INTERNAL std::vector<uint8_t> rkey_container_pack(const RkeyContainer& c);
 
 /// Unpacks; InvalidParam with `*why` for a bad magic, another version, an
 /// unknown memory type, a length that does not fit or trailing bytes. A key
 /// of host memory has at least one entry; one of other memory may have none
 /// (no md of the peer's lanes registered it: the peer stages it). Logs
 /// nothing. Pure.
-ucs::Result<RkeyContainer> rkey_container_unpack(std::span<const uint8_t> packed, std::string* why);
+MC_INTERNAL ucs::Result<RkeyContainer> rkey_container_unpack(std::span<const uint8_t> packed, std::string* why);
 
 }  // namespace mc::ucp

@@ -26,6 +26,7 @@
 #include "ucs/async/event_loop.h"
 #include "uct/api/ep.h"
 #include "uct/api/iface.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp {
 
@@ -77,7 +78,7 @@ struct StagingPath {
                               const MemHandle* user) const;
 };
 
-class WorkerImpl final : public Worker {
+class MC_INTERNAL WorkerImpl final : public Worker {
  public:
   ~WorkerImpl() override;
 

@@ -10,6 +10,7 @@
 
 #include "ucp/proto/proto_select.h"
 #include "ucp/wireup/lane_select.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp::proto {
 
@@ -44,7 +45,7 @@ inline constexpr size_t kProtoMemTypes = 3;
 /// each for an unregistered and a registered user buffer. A table is empty
 /// when no lane can move that memory (the lanes' access_mem_types). Immutable
 /// once built; shared by endpoints of one config.
-class EpProtocols {
+class MC_INTERNAL EpProtocols {
  public:
   /// The table of `op` for a buffer of memory type `mem` that is (or is not)
   /// registered; an empty table for a memory type no lane can access.

@@ -12,20 +12,21 @@
 #include <vector>
 
 #include "uct/api/types.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp::proto {
 
 /// The operations UCP selects protocols for.
 enum class Op : uint8_t { Put, Get, Am };
 /// "put", "get", "am".
-const char* op_name(Op op);
+MC_INTERNAL const char* op_name(Op op);
 
 /// How one message is moved.
 /// Rndv (active messages only): the sender sends a small request-to-send
 /// with its rkey; the receiver gets the payload zero-copy and acknowledges.
 enum class ProtoKind : uint8_t { Short, Bcopy, Zcopy, MultiZcopy, Rndv };
 /// "short", "bcopy", "zcopy", "multi-zcopy", "rndv".
-const char* proto_kind_name(ProtoKind kind);
+MC_INTERNAL const char* proto_kind_name(ProtoKind kind);
 
 /// One lane's figures for one operation. Payload limits exclude UCP headers.
 struct LanePerf {
@@ -71,7 +72,7 @@ struct ProtoRange {
 };
 
 /// The protocol of every message size for one operation.
-class ProtoTable {
+class MC_INTERNAL ProtoTable {
  public:
   ProtoTable() = default;
   ProtoTable(Op op, std::vector<ProtoRange> ranges) : op_(op), ranges_(std::move(ranges)) {}
@@ -99,6 +100,6 @@ class ProtoTable {
 /// Builds the table from the model: for each size the cheapest protocol
 /// valid there (cost c + m*n; see proto_select.cc for each protocol's terms),
 /// within the forced thresholds when they leave a protocol. Pure.
-ProtoTable select_protocols(const ProtoSelectParams& params);
+MC_INTERNAL ProtoTable select_protocols(const ProtoSelectParams& params);
 
 }  // namespace mc::ucp::proto

@@ -19,6 +19,7 @@
 #include "ucp/proto/proto_select.h"
 #include "ucp/proto/request_op.h"
 #include "ucp/proto/rndv.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp {
 
@@ -45,14 +46,14 @@ struct RemoteStagingRequest {
   std::vector<uint8_t> rkey;     ///< the initiator's packed rkey of the host buffer
 };
 
-std::vector<uint8_t> remote_staging_request_pack(const RemoteStagingRequest& r);
+MC_INTERNAL std::vector<uint8_t> remote_staging_request_pack(const RemoteStagingRequest& r);
 /// InvalidParam with `why` for a short, overlong or inconsistent message,
 /// another version, an unknown op, an empty or wrapping range.
-Result<RemoteStagingRequest> remote_staging_request_unpack(std::span<const uint8_t> bytes,
+MC_INTERNAL Result<RemoteStagingRequest> remote_staging_request_unpack(std::span<const uint8_t> bytes,
                                                            std::string* why);
-std::vector<uint8_t> remote_staging_done_pack(uint64_t request_id, Status status);
+MC_INTERNAL std::vector<uint8_t> remote_staging_done_pack(uint64_t request_id, Status status);
 /// The request id and the target's final status; InvalidParam with `why`.
-Result<std::pair<uint64_t, Status>> remote_staging_done_unpack(std::span<const uint8_t> bytes,
+MC_INTERNAL Result<std::pair<uint64_t, Status>> remote_staging_done_unpack(std::span<const uint8_t> bytes,
                                                                std::string* why);
 
 /// The initiator's op of one remote staged put or get: sends the request,

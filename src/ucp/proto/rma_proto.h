@@ -13,6 +13,7 @@
 
 #include "ucp/proto/lane_runtime.h"
 #include "ucp/proto/proto_select.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp::proto {
 
@@ -74,12 +75,12 @@ inline SliceCall slice_call(Op op, ProtoKind kind, const uct::IfaceAttr& attr, s
 
 /// The largest slice of a copy (bcopy) or zero-copy `kind` one lane takes,
 /// falling back to the other mode; 0: neither.
-size_t slice_limit(Op op, ProtoKind kind, const uct::IfaceAttr& attr);
+MC_INTERNAL size_t slice_limit(Op op, ProtoKind kind, const uct::IfaceAttr& attr);
 
 /// The fragment of a single-lane `kind`: the smallest slice_limit() among
 /// `lanes` (a re-issued fragment must fit where it goes); `length` (at
 /// least 1) for a short kind or when no lane limits it.
-size_t rma_fragment(Op op, ProtoKind kind, const std::vector<LaneRuntime>& runtime,
+MC_INTERNAL size_t rma_fragment(Op op, ProtoKind kind, const std::vector<LaneRuntime>& runtime,
                     const std::vector<size_t>& lanes, size_t length);
 
 /// Posts one slice [buffer, +length) at `remote_addr` with `call` on `lr`
@@ -131,7 +132,7 @@ struct RmaEntry {
 
 /// The entry of each range of `table` (same order), for an endpoint with
 /// `runtime` whose stand-by rails are `rails`. Computed once per endpoint.
-std::vector<RmaEntry> rma_entries(const ProtoTable& table, const std::vector<LaneRuntime>& runtime,
+MC_INTERNAL std::vector<RmaEntry> rma_entries(const ProtoTable& table, const std::vector<LaneRuntime>& runtime,
                                   const std::vector<size_t>& rails);
 
 }  // namespace mc::ucp::proto

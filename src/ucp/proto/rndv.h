@@ -15,6 +15,7 @@
 #include "ucp/api/rkey.h"
 #include "ucp/proto/lane_runtime.h"
 #include "ucp/proto/request_op.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp {
 
@@ -32,12 +33,12 @@ struct RndvRts {
   std::vector<uint8_t> rkey;     ///< the sender's packed rkey of the buffer
 };
 
-std::vector<uint8_t> rts_pack(const RndvRts& rts);
+MC_INTERNAL std::vector<uint8_t> rts_pack(const RndvRts& rts);
 /// InvalidParam with `why` for a short, overlong or inconsistent message.
-Result<RndvRts> rts_unpack(std::span<const uint8_t> bytes, std::string* why);
-std::vector<uint8_t> ats_pack(uint64_t rndv_id, Status status);
+MC_INTERNAL Result<RndvRts> rts_unpack(std::span<const uint8_t> bytes, std::string* why);
+MC_INTERNAL std::vector<uint8_t> ats_pack(uint64_t rndv_id, Status status);
 /// The rendezvous id and the receiver's status; InvalidParam with `why`.
-Result<std::pair<uint64_t, Status>> ats_unpack(std::span<const uint8_t> bytes, std::string* why);
+MC_INTERNAL Result<std::pair<uint64_t, Status>> ats_unpack(std::span<const uint8_t> bytes, std::string* why);
 
 /// One rendezvous being received (the worker's).
 struct RndvRecv {

@@ -10,6 +10,7 @@
 
 #include "ucp/proto/slicing.h"
 #include "uct/api/types.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp::proto {
 
@@ -44,7 +45,7 @@ struct ExecutorParams {
 
 /// Not thread-safe: driven by the worker's progress, as the lanes are.
 /// Slices' completions point into this object: it must outlive in_flight().
-class SliceExecutor {
+class MC_INTERNAL SliceExecutor {
  public:
   SliceExecutor(std::vector<Slice> slices, ExecutorParams params, SliceIssuer* issuer);
   SliceExecutor(const SliceExecutor&) = delete;

@@ -10,6 +10,7 @@
 
 #include "ucs/status/status.h"
 #include "uct/api/types.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp::wireup {
 
@@ -55,13 +56,13 @@ struct WorkerAddress {
 };
 
 /// Packs `address`. Pure; thread-safe.
-std::vector<uint8_t> address_pack(const WorkerAddress& address);
+MC_INTERNAL std::vector<uint8_t> address_pack(const WorkerAddress& address);
 
 /// Unpacks what address_pack() wrote. InvalidParam, with `*why` (when given)
 /// naming the defect, for a bad magic, another version, any length that does
 /// not fit, too many entries, unknown enum values, non-finite numbers or
 /// trailing bytes. Logs nothing: the caller decides. Pure; thread-safe.
-ucs::Result<WorkerAddress> address_unpack(std::span<const uint8_t> packed,
+MC_INTERNAL ucs::Result<WorkerAddress> address_unpack(std::span<const uint8_t> packed,
                                           std::string* why = nullptr);
 
 }  // namespace mc::ucp::wireup

@@ -13,6 +13,7 @@
 
 #include "ucp/wireup/address.h"
 #include "uct/api/types.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::ucp::wireup {
 
@@ -61,7 +62,7 @@ enum LaneRole : unsigned {
 };
 
 /// "am|rma|rma-bw".
-std::string lane_roles_string(unsigned roles);
+MC_INTERNAL std::string lane_roles_string(unsigned roles);
 
 /// Scores of one reachable pair and the terms they are made of (seconds,
 /// bytes per second). Lower times are better.
@@ -105,7 +106,7 @@ enum class RejectReason {
 };
 
 /// "filtered", "unreachable", ...
-const char* reject_reason_name(RejectReason reason);
+MC_INTERNAL const char* reject_reason_name(RejectReason reason);
 
 struct Rejection {
   std::string name;  ///< "tcp/eth0", or "tcp/eth0 -> tcp/eth1" for a pair
@@ -116,7 +117,7 @@ struct Rejection {
 
 /// The outcome of select_lanes(): the lanes, every candidate with its scores,
 /// every rejection with its reason.
-struct LaneSelection {
+struct MC_INTERNAL LaneSelection {
   std::vector<Candidate> candidates;
   std::vector<Lane> lanes;
   int am_lane = -1;                  ///< index into lanes; -1: none
@@ -141,7 +142,7 @@ struct LaneSelection {
 /// when no RMA lane can touch GPU (CUDA) memory, the best pair that puts and
 /// gets it becomes a GPU lane.
 /// Ties go to the higher priority, then to the lower local index. Pure.
-LaneSelection select_lanes(const std::vector<LocalResource>& local,
+MC_INTERNAL LaneSelection select_lanes(const std::vector<LocalResource>& local,
                            const std::vector<AddressEntry>& remote, const ReachFn& reachable,
                            const LaneSelectParams& params);
 
