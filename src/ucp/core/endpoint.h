@@ -28,7 +28,7 @@ namespace mc::ucp {
 
 class WorkerImpl;
 
-class EndpointImpl final : public Endpoint {
+class MC_INTERNAL EndpointImpl final : public Endpoint {
  public:
   ~EndpointImpl() override;
 
