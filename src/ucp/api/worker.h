@@ -146,16 +146,18 @@ class MC_API Worker {
   /// with the path).
   Result<std::unique_ptr<File>> file_open(const std::string& path, bool writable);
   /// How file_io() moves memory of type `mem` (opening the file transport
-  /// if needed). Unsupported, not logged, when it cannot: GPU memory that
-  /// the transport does not access (no cuFile) and no enabled memory-type
-  /// transport copies (cuda_copy, MC_TLS); other errors of setting up the
-  /// staging (logged).
+  /// if needed). Unsupported when the transport is not loaded (logged at
+  /// the first call), or, not logged, when the memory cannot reach files:
+  /// GPU memory that the transport does not access (no cuFile) and no
+  /// enabled memory-type transport copies (cuda_copy, MC_TLS); other
+  /// errors of setting up the staging (logged).
   Result<FileRoute> file_route(uct::MemType mem);
   /// Starts `io`. Its request completes once every run is written or read
   /// and nothing of it is in flight, with Ok or the first error (an I/O
   /// error is logged with the file and the errno). InvalidParam, logged
-  /// with why, for runs outside their files, a write to a file opened
-  /// read-only, or staged runs whose buffers do not follow each other;
+  /// with why, for runs outside their files, a file of another worker, a
+  /// write to a file opened read-only, or staged runs whose buffers do not
+  /// follow each other;
   /// file_route()'s errors for memory that cannot reach files. A deadline
   /// (params.timeout, default MC_TRANSFER_TIMEOUT) stops posting; what is
   /// posted still completes before the request does.

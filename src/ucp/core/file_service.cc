@@ -75,7 +75,8 @@ Result<std::unique_ptr<File>> FileService::open_file(const std::string& path, bo
   std::vector<uint8_t> packed;
   MC_RETURN_IF_ERROR(md_->mkey_pack(*memh, &packed));
   MC_ASSIGN_OR_RETURN(std::unique_ptr<uct::Rkey> rkey, md_->rkey_unpack(packed));
-  return std::unique_ptr<File>(new FileImpl(path, writable, std::move(memh), std::move(rkey)));
+  return std::unique_ptr<File>(
+      new FileImpl(this, path, writable, std::move(memh), std::move(rkey)));
 }
 
 Status FileService::check(const FileIo& io, std::string* why) const {
@@ -91,6 +92,10 @@ Status FileService::check(const FileIo& io, std::string* why) const {
       return Status::InvalidParam;
     }
     const FileImpl& f = impl(*r.file);
+    if (f.owner() != this) {
+      *why = run + ": '" + f.path() + "' was opened by another worker";
+      return Status::InvalidParam;
+    }
     if (r.offset > f.length() || r.length > f.length() - r.offset) {
       *why = run + " (" + std::to_string(r.length) + " bytes at " + std::to_string(r.offset) +
              ") is outside '" + f.path() + "' (" + std::to_string(f.length()) + " bytes)";

@@ -22,21 +22,27 @@
 namespace mc::ucp {
 
 /// A file registered with the file transport's memory domain.
+class FileService;
+
+/// A file registered with `owner`'s memory domain.
 class FileImpl : public File {
  public:
-  FileImpl(std::string path, bool writable, std::unique_ptr<uct::MemHandle> memh,
-           std::unique_ptr<uct::Rkey> rkey)
-      : path_(std::move(path)),
+  FileImpl(const FileService* owner, std::string path, bool writable,
+           std::unique_ptr<uct::MemHandle> memh, std::unique_ptr<uct::Rkey> rkey)
+      : owner_(owner),
+        path_(std::move(path)),
         writable_(writable),
         memh_(std::move(memh)),
         rkey_(std::move(rkey)) {}
 
+  const FileService* owner() const { return owner_; }
   const std::string& path() const { return path_; }
   uint64_t length() const { return memh_->length(); }
   bool writable() const { return writable_; }
   const uct::Rkey& rkey() const { return *rkey_; }
 
  private:
+  const FileService* owner_;
   std::string path_;
   bool writable_;
   std::unique_ptr<uct::MemHandle> memh_;
@@ -62,7 +68,7 @@ class FileService {
   Result<std::unique_ptr<File>> open_file(const std::string& path, bool writable);
   /// Memory the transport reads and writes itself (host; GPU with cuFile).
   uct::MemTypeMask direct_mem_types() const { return direct_; }
-  /// Checks `io`'s runs (files of this service, inside them, writable for a
+  /// Checks `io`'s runs (files opened here, inside them, writable for a
   /// write, no run empty); InvalidParam with why otherwise.
   Status check(const FileIo& io, std::string* why) const;
   /// The direct protocol: `io`'s runs as pieces on the transport.

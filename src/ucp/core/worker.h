@@ -272,6 +272,7 @@ class MC_INTERNAL WorkerImpl final : public Worker {
   /// The file transport, opened by the first file_open or file_route;
   /// drained before the requests are cancelled, closed after them.
   std::unique_ptr<FileService> files_;
+  Status files_failed_ = Status::Ok;  ///< why the file transport did not open
   // Threads and blocking progress.
   mutable std::recursive_mutex mutex_;  ///< multi mode: taken by every public method
   bool multi_ = false;

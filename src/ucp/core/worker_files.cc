@@ -13,7 +13,15 @@ namespace mc::ucp {
 
 Status WorkerImpl::open_files() {
   if (files_) return Status::Ok;
-  MC_ASSIGN_OR_RETURN(files_, FileService::open());
+  // A transport that did not open once (not loaded) is not tried, nor
+  // logged, again.
+  if (files_failed_ != Status::Ok) return files_failed_;
+  Result<std::unique_ptr<FileService>> fs = FileService::open();
+  if (!fs.ok()) {
+    files_failed_ = fs.status();
+    return files_failed_;
+  }
+  files_ = std::move(*fs);
   return Status::Ok;
 }
 

@@ -134,6 +134,15 @@ TEST_F(UcpFiles, BadRunsAreRefusedWithoutTouchingTheFiles) {
   EXPECT_EQ(run(io), Status::InvalidParam);
   io.runs.clear();
   EXPECT_EQ(run(io), Status::InvalidParam);
+  {
+    // A file of another worker: its key belongs to that worker's transport.
+    Result<std::unique_ptr<Worker>> other = Worker::create(*ctx_);
+    ASSERT_TRUE(other.ok());
+    Result<std::unique_ptr<File>> theirs = (*other)->file_open(dir_.file("rw"), true);
+    ASSERT_TRUE(theirs.ok());
+    io.runs = {{theirs->get(), 0, buf.data(), 4096}};
+    EXPECT_EQ(run(io), Status::InvalidParam);
+  }
   EXPECT_EQ(nt::read_file(dir_.file("rw")), nt::pattern_bytes(3, 0, kFileSize));
   EXPECT_EQ(nt::read_file(dir_.file("ro")), nt::pattern_bytes(4, 0, kFileSize));
   // Reading the read-only file works.
