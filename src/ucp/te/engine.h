@@ -257,6 +257,8 @@ class TransferEngine::Impl {
   void fail_posting_locked(Task* task, Status status, uint64_t now);
   void finish_locked(Task* task, TaskStatus status);
   int submit_locked(Batch& batch, const std::vector<TransferRequest>& entries);
+  /// The registered buffer holding the byte at `addr`, or null.
+  LocalBuffer* buffer_at_locked(const void* addr) const;
   bool validate_locked(const TransferRequest& req, Task* task);
 
   // Set by init() before any thread starts; read-only after.

@@ -135,12 +135,8 @@ bool TransferEngine::Impl::validate_file_locked(const TransferRequest& req,
   // Local memory: host memory, and GPU memory where the nvmeof transport
   // reads and writes it itself (cuFile); other GPU memory goes through host
   // bounce buffers. The worker decides which (Worker::file_route).
-  std::string location;
-  const uintptr_t a = reinterpret_cast<uintptr_t>(req.source);
-  if (auto next = buffers_.upper_bound(a); next != buffers_.begin()) {
-    const LocalBuffer& b = *std::prev(next)->second;
-    if (a - std::prev(next)->first < b.length) location = b.location;
-  }
+  const LocalBuffer* b = buffer_at_locked(req.source);
+  const std::string location = b ? b->location : std::string();
   uct::MemType mem = uct::MemType::Host;
   if (location.starts_with("cuda")) {
     mem = uct::MemType::Cuda;

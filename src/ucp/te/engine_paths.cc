@@ -163,10 +163,8 @@ int TransferEngine::Impl::segment_paths(SegmentHandle id, const void* local_addr
   te::EndpointStore::Entry e = endpoints_->get(id);
   if (!e || e->failed) return 0;  // no endpoint yet: opened at the first transfer
   std::string local_location, remote_location;
-  const uintptr_t a = reinterpret_cast<uintptr_t>(local_addr);
-  if (auto next = buffers_.upper_bound(a); local_addr && next != buffers_.begin()) {
-    const LocalBuffer& b = *std::prev(next)->second;
-    if (a - std::prev(next)->first < b.length) local_location = b.location;
+  if (const LocalBuffer* b = local_addr ? buffer_at_locked(local_addr) : nullptr) {
+    local_location = b->location;
   }
   for (const metadata::BufferDesc& b : it->second->desc.buffers) {
     if (remote_addr >= b.addr && remote_addr - b.addr < b.length) remote_location = b.name;

@@ -49,6 +49,14 @@ BatchID TransferEngine::Impl::allocate_batch(size_t batch_size) {
   return id;
 }
 
+LocalBuffer* TransferEngine::Impl::buffer_at_locked(const void* addr) const {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  auto next = buffers_.upper_bound(a);
+  if (next == buffers_.begin()) return nullptr;
+  --next;
+  return a - next->first < next->second->length ? next->second.get() : nullptr;
+}
+
 bool TransferEngine::Impl::validate_locked(const TransferRequest& req, Task* task) {
   auto seg = segments_.find(req.target_id);
   const char* why = nullptr;
@@ -138,12 +146,8 @@ int TransferEngine::Impl::submit_locked(Batch& batch, const std::vector<Transfer
     if (!validate_locked(req, task.get())) {
       task->status = INVALID;
     } else {
-      const uintptr_t a = reinterpret_cast<uintptr_t>(req.source);
-      auto next = buffers_.upper_bound(a);
-      if (next != buffers_.begin()) {
-        LocalBuffer* b = std::prev(next)->second.get();
-        if (b->memh->contains(req.source, req.length)) task->local = b;
-      }
+      LocalBuffer* b = buffer_at_locked(req.source);
+      if (b && b->memh->contains(req.source, req.length)) task->local = b;
       if (task->local) task->local->inflight++;
       segments_[req.target_id]->inflight++;
       batch.unfinished++;
