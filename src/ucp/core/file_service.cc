@@ -79,7 +79,7 @@ Result<std::unique_ptr<File>> FileService::open_file(const std::string& path, bo
       new FileImpl(this, path, writable, std::move(memh), std::move(rkey)));
 }
 
-Status FileService::check(const FileIo& io, std::string* why) const {
+Status FileService::check(const FileIo& io, bool staged, size_t* total, std::string* why) const {
   if (io.runs.empty()) {
     *why = "no runs";
     return Status::InvalidParam;
@@ -105,6 +105,13 @@ Status FileService::check(const FileIo& io, std::string* why) const {
       *why = run + ": '" + f.path() + "' is opened read-only";
       return Status::InvalidParam;
     }
+    if (staged && i > 0 &&
+        r.buffer != static_cast<uint8_t*>(io.runs[i - 1].buffer) + io.runs[i - 1].length) {
+      *why = run + "'s buffer does not follow run " + std::to_string(i - 1) +
+             "'s, which staging through host memory needs";
+      return Status::InvalidParam;
+    }
+    *total += r.length;
   }
   return Status::Ok;
 }
@@ -131,9 +138,7 @@ std::vector<proto::FilePiece> FileService::pieces(std::span<const FileRun> runs,
   return out;
 }
 
-std::unique_ptr<proto::RequestOp> FileService::direct_op(const FileIo& io) {
-  size_t total = 0;
-  for (const FileRun& r : io.runs) total += r.length;
+std::unique_ptr<proto::RequestOp> FileService::direct_op(const FileIo& io, size_t total) {
   return std::make_unique<proto::FileOp>(ep_.get(), io.write, pieces(io.runs, 0, total, nullptr),
                                          io.mem_type, &posted_);
 }

@@ -69,10 +69,12 @@ class FileService {
   /// Memory the transport reads and writes itself (host; GPU with cuFile).
   uct::MemTypeMask direct_mem_types() const { return direct_; }
   /// Checks `io`'s runs (files opened here, inside them, writable for a
-  /// write, no run empty); InvalidParam with why otherwise.
-  Status check(const FileIo& io, std::string* why) const;
-  /// The direct protocol: `io`'s runs as pieces on the transport.
-  std::unique_ptr<proto::RequestOp> direct_op(const FileIo& io);
+  /// write, no run empty; `staged`: each run's buffer follows the previous
+  /// one's) and sums their bytes into `*total`; InvalidParam with why
+  /// otherwise.
+  Status check(const FileIo& io, bool staged, size_t* total, std::string* why) const;
+  /// The direct protocol: `io`'s runs (`total` bytes) as pieces on the transport.
+  std::unique_ptr<proto::RequestOp> direct_op(const FileIo& io, size_t total);
   /// The network stage of the staged protocol: the pieces of [offset,
   /// +length) of `io`'s runs laid end to end, from or to `bounce`.
   proto::StagingNetwork staged_network(const FileIo& io);

@@ -57,23 +57,13 @@ Result<std::shared_ptr<Request>> WorkerImpl::file_io(const FileIo& io,
   }
   MC_ASSIGN_OR_RETURN(const FileRoute route, routed);
   std::string why;
-  Status s = files_->check(io, &why);
   size_t total = 0;
-  for (size_t i = 0; s == Status::Ok && i < io.runs.size(); ++i) {
-    const FileRun& r = io.runs[i];
-    if (route == FileRoute::Staged && i > 0 &&
-        r.buffer != static_cast<uint8_t*>(io.runs[i - 1].buffer) + io.runs[i - 1].length) {
-      why = "run " + std::to_string(i) + "'s buffer does not follow run " + std::to_string(i - 1) +
-            "'s, which staging through host memory needs";
-      s = Status::InvalidParam;
-    }
-    total += r.length;
-  }
+  const Status s = files_->check(io, route == FileRoute::Staged, &total, &why);
   if (s != Status::Ok) {
     MC_LOG(error) << "ucp: file " << (io.write ? "write" : "read") << ": " << why;
     return s;
   }
-  if (route == FileRoute::Direct) return submit(files_->direct_op(io), params);
+  if (route == FileRoute::Direct) return submit(files_->direct_op(io, total), params);
   MC_ASSIGN_OR_RETURN(StagingPath path, staging_path(io.mem_type));
   // The staged request's remote addresses are offsets into the runs laid
   // end to end.
