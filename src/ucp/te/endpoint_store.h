@@ -18,6 +18,7 @@
 #include "ucp/te/te_config.h"
 #include "ucs/datastruct/fifo_cache.h"
 #include "ucs/datastruct/sieve_cache.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::te {
 
@@ -41,7 +42,7 @@ struct EpEntry {
 };
 
 /// Not thread-safe: the engine calls it under its lock.
-class EndpointStore {
+class MC_INTERNAL EndpointStore {
  public:
   using Entry = std::shared_ptr<EpEntry>;
   /// What the store did since it was made (TransferEngine::getEndpointStoreStats).

@@ -43,6 +43,7 @@
 #include "ucp/te/notifier.h"
 #include "ucp/te/rpc_server.h"
 #include "ucp/te/te_config.h"
+#include "ucs/sys/visibility.h"
 #include "ucs/topo/topo.h"
 
 namespace mc {
@@ -130,7 +131,7 @@ struct Batch {
   std::optional<BatchNotify> notify;
 };
 
-class TransferEngine::Impl {
+class MC_HIDDEN TransferEngine::Impl {
  public:
   Impl() = default;
   ~Impl();

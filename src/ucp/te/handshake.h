@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ucs/status/status.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::te {
 
@@ -54,26 +55,29 @@ struct FrameHeader {
 };
 
 /// A whole frame: header and payload.
-std::vector<uint8_t> encode_frame(uint16_t code, std::string_view payload);
+MC_INTERNAL std::vector<uint8_t> encode_frame(uint16_t code, std::string_view payload);
 
 /// Checks magic, version and length (<= max_length). BadData or
 /// VersionMismatch or MessageTruncated with `*error` naming the field.
-Result<FrameHeader> decode_frame_header(std::span<const uint8_t> header, size_t max_length,
-                                        std::string* error);
+MC_INTERNAL Result<FrameHeader> decode_frame_header(std::span<const uint8_t> header,
+                                                    size_t max_length, std::string* error);
 
 /// The payload of a kGetSegmentAuth request.
-std::string encode_auth_request(std::string_view token, std::string_view segment);
+MC_INTERNAL std::string encode_auth_request(std::string_view token, std::string_view segment);
 /// Splits it into token and segment name; BadData when the token length
 /// runs past the payload.
-Status decode_auth_request(std::string_view payload, std::string* token, std::string* segment);
+MC_INTERNAL Status decode_auth_request(std::string_view payload, std::string* token,
+                                       std::string* segment);
 /// Compares secrets in time that depends only on their lengths.
-bool token_equal(std::string_view a, std::string_view b);
+MC_INTERNAL bool token_equal(std::string_view a, std::string_view b);
 
 /// Sends and receives whole buffers on a blocking-mode socket within a
 /// deadline (CLOCK_MONOTONIC ns). IoError / Timeout / ConnectionReset, with
 /// `*error` saying which and why.
-Status send_all(int fd, const void* data, size_t len, uint64_t deadline_ns, std::string* error);
-Status recv_all(int fd, void* data, size_t len, uint64_t deadline_ns, std::string* error);
+MC_INTERNAL Status send_all(int fd, const void* data, size_t len, uint64_t deadline_ns,
+                            std::string* error);
+MC_INTERNAL Status recv_all(int fd, void* data, size_t len, uint64_t deadline_ns,
+                            std::string* error);
 
 /// Asks the listener at host:port for the descriptor of `segment`. Returns
 /// the JSON text, or: Unreachable (connection refused / no route),
@@ -81,29 +85,30 @@ Status recv_all(int fd, void* data, size_t len, uint64_t deadline_ns, std::strin
 /// or the peer's own error (NoElem for an unknown segment, Rejected for a
 /// missing or wrong token); `*error` names host:port and the cause. A
 /// non-empty `token` is sent with the request (kGetSegmentAuth).
-Result<std::string> handshake_get_segment(const std::string& host, uint16_t port,
-                                          const std::string& segment, size_t max_length,
-                                          std::chrono::nanoseconds timeout, std::string* error,
-                                          const std::string& token = {});
+MC_INTERNAL Result<std::string> handshake_get_segment(const std::string& host, uint16_t port,
+                                                      const std::string& segment, size_t max_length,
+                                                      std::chrono::nanoseconds timeout,
+                                                      std::string* error,
+                                                      const std::string& token = {});
 
 /// Sends one request frame to the listener at host:port and reads its
 /// reply frame, within `timeout` for the whole exchange. Unreachable,
 /// Timeout, ConnectionReset, BadData / VersionMismatch / MessageTruncated
 /// (a reply frame that does not decode or exceeds `max_length`); `*error`
 /// names host:port and the cause. The reply's own code is not interpreted.
-Result<RpcReply> rpc_call(const std::string& host, uint16_t port, uint16_t code,
-                          std::string_view payload, size_t max_length,
-                          std::chrono::nanoseconds timeout, std::string* error);
+MC_INTERNAL Result<RpcReply> rpc_call(const std::string& host, uint16_t port, uint16_t code,
+                                      std::string_view payload, size_t max_length,
+                                      std::chrono::nanoseconds timeout, std::string* error);
 
 /// The status a reply's error code stands for (Rejected for one out of range).
-Status reply_status(uint16_t code);
+MC_INTERNAL Status reply_status(uint16_t code);
 
 /// Splits "host:port" (port required): a host name, an IPv4 address, or an
 /// IPv6 address in brackets ("[::1]:15001", the host then without them);
 /// InvalidParam when malformed.
-Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text);
+MC_INTERNAL Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text);
 
 /// "host:port", with the host in brackets when it is an IPv6 address.
-std::string join_host_port(const std::string& host, uint16_t port);
+MC_INTERNAL std::string join_host_port(const std::string& host, uint16_t port);
 
 }  // namespace mc::te

@@ -7,15 +7,17 @@
 #include <string>
 
 #include "ucs/status/status.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::te {
 
 /// Whether `location` is "cpu:N", "cuda:N" or "*".
-bool location_valid(const std::string& location);
+MC_INTERNAL bool location_valid(const std::string& location);
 
 /// The NUMA node of the first page of [addr, addr + len) through
 /// move_pages(2) in query mode: "cpu:N". NoElem with `*error` set when the
 /// kernel cannot tell (page not yet touched, no NUMA support).
-ucs::Result<std::string> detect_location(const void* addr, size_t len, std::string* error);
+MC_INTERNAL ucs::Result<std::string> detect_location(const void* addr, size_t len,
+                                                     std::string* error);
 
 }  // namespace mc::te

@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "ucs/status/status.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::te {
 
@@ -55,15 +56,16 @@ struct NotifyKeyFrame {
 };
 
 /// The payload after the token prefix.
-std::string encode_notify(const NotifyFrame& frame);
-std::string encode_notify_key(const NotifyKeyFrame& frame);
+MC_INTERNAL std::string encode_notify(const NotifyFrame& frame);
+MC_INTERNAL std::string encode_notify_key(const NotifyKeyFrame& frame);
 /// BadData (truncated, trailing bytes, a length past the end) or
 /// VersionMismatch, with `*error` naming the field.
-Status decode_notify(std::string_view payload, NotifyFrame* frame, std::string* error);
-Status decode_notify_key(std::string_view payload, NotifyKeyFrame* frame, std::string* error);
+MC_INTERNAL Status decode_notify(std::string_view payload, NotifyFrame* frame, std::string* error);
+MC_INTERNAL Status decode_notify_key(std::string_view payload, NotifyKeyFrame* frame,
+                                     std::string* error);
 
 /// A random nonce or key (std::random_device).
-NotifyKey random_notify_key();
-bool notify_key_equal(const NotifyKey& a, const NotifyKey& b);
+MC_INTERNAL NotifyKey random_notify_key();
+MC_INTERNAL bool notify_key_equal(const NotifyKey& a, const NotifyKey& b);
 
 }  // namespace mc::te

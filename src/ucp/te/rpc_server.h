@@ -19,6 +19,7 @@
 #include "ucp/te/handshake.h"
 #include "ucs/log/rate_limiter.h"
 #include "ucs/status/status.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::te {
 
@@ -41,7 +42,7 @@ using RequestHandler =
 /// the listener echo its (up to MC_HANDSHAKE_MAX_LENGTH) segment name.
 inline constexpr size_t kRpcMaxErrorText = 256;
 
-class RpcServer {
+class MC_INTERNAL RpcServer {
  public:
   struct Params {
     /// An IPv4 or IPv6 address; empty: every address, IPv4 and IPv6 ("::"

@@ -13,6 +13,7 @@
 #include "ucs/config/parser.h"
 #include "ucs/config/registry.h"
 #include "ucs/config/table.h"
+#include "ucs/sys/visibility.h"
 
 namespace mc::te {
 
@@ -49,7 +50,7 @@ struct TeConfig {
 /// Why `config` cannot start an engine before anything is opened: the NVLink
 /// knobs MC_INTRA_NVLINK and MC_FORCE_MNNVL set together. Empty when it can.
 /// Pure; thread-safe.
-std::string unsupported_knobs(const TeConfig& config);
+MC_INTERNAL std::string unsupported_knobs(const TeConfig& config);
 
 /// What the NVLink knobs need of the transports, as init sees them.
 struct NvlinkFacts {
@@ -60,15 +61,15 @@ struct NvlinkFacts {
 
 /// Why the NVLink knobs of `config` cannot be met given `facts` (init fails
 /// with it); empty when they can or are off. Pure.
-std::string nvlink_check(const TeConfig& config, const NvlinkFacts& facts);
+MC_INTERNAL std::string nvlink_check(const TeConfig& config, const NvlinkFacts& facts);
 
 /// The line init() logs when MC_WORKERS_PER_CTX is set (empty when not):
 /// what mc does instead of Mooncake's per-device worker threads.
-std::string workers_note(const TeConfig& config);
+MC_INTERNAL std::string workers_note(const TeConfig& config);
 
-const ucs::config::Table& te_config_table();
+MC_INTERNAL const ucs::config::Table& te_config_table();
 
 /// Registers the Transfer Engine table with `registry` (idempotent).
-void register_te_config_tables(ucs::config::Registry& registry);
+MC_INTERNAL void register_te_config_tables(ucs::config::Registry& registry);
 
 }  // namespace mc::te

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "ucs/sys/visibility.h"
 #include "uct/api/component.h"
 
 namespace mc::te {
@@ -15,6 +16,6 @@ namespace mc::te {
 /// be filtered by MC_TLS like the modules' components. Empty (the default):
 /// none. Each must outlive those engines. Not thread-safe: set it while no
 /// engine is being initialised.
-void set_test_components(std::vector<uct::Component*> components);
+MC_INTERNAL void set_test_components(std::vector<uct::Component*> components);
 
 }  // namespace mc::te

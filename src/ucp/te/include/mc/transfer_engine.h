@@ -23,6 +23,11 @@
 #include <string>
 #include <vector>
 
+// Exported from libmc_te, which hides what is not API.
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 namespace mc {
 
 /// A segment opened by openSegment(); >= 0 when valid.
@@ -297,3 +302,7 @@ class TransferEngine {
 };
 
 }  // namespace mc
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif

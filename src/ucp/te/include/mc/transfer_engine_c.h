@@ -13,6 +13,11 @@
 extern "C" {
 #endif
 
+/* Exported from libmc_te, which hides what is not API. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 /// An engine; made by mc_te_create().
 typedef struct mc_te mc_te_t;
 typedef int32_t mc_te_segment_id_t;
@@ -162,6 +167,10 @@ void mc_te_free_notifies(mc_te_received_notify_t* notifies, size_t count);
 /// Copies "ip:port" of the RPC listener into `buf` (NUL-terminated); 0, or
 /// negative when `len` is too small or the engine is not initialised.
 int mc_te_get_local_ip_and_port(mc_te_t* engine, char* buf, size_t len);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
