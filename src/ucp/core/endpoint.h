@@ -145,9 +145,10 @@ class MC_INTERNAL EndpointImpl final : public Endpoint {
                                               const Rkey& rkey, const RequestParams& params);
   /// A put or get of a peer's memory no lane's key reaches (its GPU memory
   /// over tcp or sm): the peer stages it (core/worker_remote_staging.cc);
-  /// local `mem` memory other than host is staged here first.
-  Result<std::shared_ptr<Request>> rma_remote_staged(proto::Op op, uct::MemType mem, void* buffer,
-                                                     size_t length, uint64_t remote_addr,
+  /// local GPU memory is staged here first, by `staging` (null: host memory).
+  Result<std::shared_ptr<Request>> rma_remote_staged(proto::Op op, const proto::Staging* staging,
+                                                     void* buffer, size_t length,
+                                                     uint64_t remote_addr,
                                                      const RequestParams& params);
   /// An active message of a short range sent at once by am_short, as the
   /// general path would send it: the worker's completed request; null when

@@ -155,28 +155,24 @@ Result<std::shared_ptr<Request>> EndpointImpl::rma(proto::Op op, void* buffer, s
   const uct::MemType mem = params.mem_type == uct::MemType::Unknown
                                ? worker_->detect_mem_type(buffer, length)
                                : params.mem_type;
-  // A peer's GPU memory that no lane's key reaches: the peer stages it.
-  if (rkey.mem_type() != uct::MemType::Host && !rkey.any_lane()) {
-    return rma_remote_staged(op, mem, buffer, length, remote_addr, params);
+  const proto::RmaChoice c = protocols_->route(op, registered, mem, length, rkey);
+  switch (c.route) {
+    case proto::RmaRoute::Table: break;
+    case proto::RmaRoute::Staged:
+      return rma_staged(op, *c.staging, buffer, length, remote_addr, rkey, params);
+    case proto::RmaRoute::RemoteStaged:
+      return rma_remote_staged(op, c.staging, buffer, length, remote_addr, params);
+    case proto::RmaRoute::NoAmLane:
+      MC_LOG(error) << "ucp: cannot " << proto::op_name(op) << " " << length << " bytes of "
+                    << peer_.hostname << "'s memory: no lane reaches it and remote staging needs "
+                    << "an active-message lane";
+      return Status::Unsupported;
+    case proto::RmaRoute::None: return no_protocol(op, mem);
   }
-  const proto::ProtoTable& table = protocols_->table(op, registered, mem);
-  const proto::ProtoRange* range = table.lookup(length);
-  // A lane the peer's registration has no key for (cuda_ipc, the lane of
-  // local GPU memory, towards the peer's host memory) cannot carry it: the
-  // memory is staged here, or by the peer when it is the peer's GPU memory.
-  if (range && !range->lanes.empty() && !rkey.for_lane(range->lanes[0])) range = nullptr;
-  if (!range) {
-    const proto::Staging* staging = protocols_->staging(op, mem);
-    if (staging) return rma_staged(op, *staging, buffer, length, remote_addr, rkey, params);
-    if (rkey.mem_type() != uct::MemType::Host) {
-      return rma_remote_staged(op, mem, buffer, length, remote_addr, params);
-    }
-    return no_protocol(op, mem);
-  }
+  const proto::ProtoRange* range = c.range;
   if (!ranks(params.rails)) {
-    const proto::RmaEntry& entry =
-        entries_[op == proto::Op::Put ? 0 : 1][static_cast<size_t>(mem)][registered ? 1 : 0]
-                [static_cast<size_t>(range - table.ranges().data())];
+    const proto::RmaEntry& entry = entries_[op == proto::Op::Put ? 0 : 1][static_cast<size_t>(mem)]
+                                           [registered ? 1 : 0][c.index];
     if (std::shared_ptr<Request> r =
             rma_now(op, *range, entry, buffer, length, remote_addr, rkey, params)) {
       return r;

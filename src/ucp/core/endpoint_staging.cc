@@ -46,26 +46,19 @@ proto::StagingNetwork EndpointImpl::staging_network(proto::Op op, const Rkey& rk
       };
 }
 
-Result<std::shared_ptr<Request>> EndpointImpl::rma_remote_staged(proto::Op op, uct::MemType mem,
+Result<std::shared_ptr<Request>> EndpointImpl::rma_remote_staged(proto::Op op,
+                                                                 const proto::Staging* staging,
                                                                  void* buffer, size_t length,
                                                                  uint64_t remote_addr,
                                                                  const RequestParams& params) {
   RemoteStaging& rs = worker_->remote_staging();
-  if (!protocols_->remote_staging()) {
-    MC_LOG(error) << "ucp: cannot " << proto::op_name(op) << " " << length << " bytes of "
-                  << peer_.hostname << "'s memory: no lane reaches it and remote staging needs "
-                  << "an active-message lane";
-    return Status::Unsupported;
-  }
-  if (mem == uct::MemType::Host) {
+  if (!staging) {
     MC_ASSIGN_OR_RETURN(std::unique_ptr<proto::RequestOp> rop,
                         rs.make_op(*this, op, buffer, length, remote_addr, params.memh));
     return worker_->submit(std::move(rop), params, this);
   }
   // Local GPU memory too: staged here into bounce buffers, each fragment
   // staged again by the peer.
-  const proto::Staging* staging = protocols_->staging(op, mem);
-  if (!staging) return no_protocol(op, mem);
   MC_ASSIGN_OR_RETURN(StagingPath path, worker_->staging_path(*staging));
   proto::StagingParams p = path.params(op, buffer, length, remote_addr, params.memh);
   const MemHandle* bounce_memh = &path.pool->memh();

@@ -184,6 +184,38 @@ const Staging* EpProtocols::staging(Op op, uct::MemType mem) const {
   return table(op, true).ranges().empty() ? nullptr : &*staging_[m];
 }
 
+RmaChoice EpProtocols::route(Op op, bool registered, uct::MemType mem, size_t length,
+                             const Rkey& rkey) const {
+  RmaChoice c;
+  const bool peer_gpu = rkey.mem_type() != uct::MemType::Host;
+  // The peer stages its memory; local GPU memory is staged here first.
+  auto remote = [&]() {
+    c.route = remote_staging_ ? RmaRoute::RemoteStaged : RmaRoute::NoAmLane;
+    if (c.route == RmaRoute::RemoteStaged && mem != uct::MemType::Host) {
+      c.staging = staging(op, mem);
+      if (!c.staging) c.route = RmaRoute::None;
+    }
+    return c;
+  };
+  if (peer_gpu && !rkey.any_lane()) return remote();
+  const ProtoTable& t = table(op, registered, mem);
+  const ProtoRange* range = t.lookup(length);
+  // A lane the peer's registration has no key for (cuda_ipc, the lane of
+  // local GPU memory, towards the peer's host memory) cannot carry it.
+  if (range && (range->lanes.empty() || rkey.for_lane(range->lanes[0]))) {
+    c.route = RmaRoute::Table;
+    c.range = range;
+    c.index = static_cast<size_t>(range - t.ranges().data());
+    return c;
+  }
+  if ((c.staging = staging(op, mem))) {
+    c.route = RmaRoute::Staged;
+    return c;
+  }
+  if (peer_gpu) return remote();
+  return c;
+}
+
 void EpProtocols::print(std::ostream& os) const {
   for (bool registered : {false, true}) {
     os << (registered ? " with a registered buffer:\n" : " with an unregistered buffer:\n");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ucp/api/rkey.h"
 #include "ucp/proto/proto_select.h"
 #include "ucp/wireup/lane_select.h"
 #include "ucs/sys/visibility.h"
@@ -35,6 +36,25 @@ struct Staging {
   std::string name;      ///< "cuda_copy/cuda"
   size_t frag_size = 0;  ///< bytes of one fragment (one bounce buffer)
   size_t depth = 1;      ///< fragments in flight
+};
+
+/// What carries one put or get (EpProtocols::route).
+enum class RmaRoute : uint8_t {
+  Table,         ///< `range`, row `index` of the table of the local memory type
+  Staged,        ///< copied here through host bounce buffers (`staging`), each fragment
+                 ///< moved by the registered host table
+  RemoteStaged,  ///< the peer stages its memory, asked over the am lane; `staging` is set
+                 ///< when the local memory is staged here too
+  NoAmLane,      ///< the peer's memory would be remote staged, but there is no am lane
+  None,          ///< no lane moves the local memory and nothing stages it
+};
+
+/// EpProtocols::route's answer.
+struct RmaChoice {
+  RmaRoute route = RmaRoute::None;
+  const ProtoRange* range = nullptr;  ///< Table
+  size_t index = 0;                   ///< Table: the row of `range`
+  const Staging* staging = nullptr;   ///< Staged; RemoteStaged of local GPU memory
 };
 
 /// Memory types with tables of their own: host, and cuda / cuda-managed
@@ -66,6 +86,14 @@ class MC_INTERNAL EpProtocols {
   /// stages it through its own bounce buffers, asked and answered over the
   /// active-message lane (set when there is one).
   bool remote_staging() const { return remote_staging_; }
+  /// What carries a put or get of `length` bytes of local memory `mem`
+  /// (registered or not) to the registration of the peer's key `rkey`: the
+  /// table's range for the size when the key has a key for its lane;
+  /// otherwise staging here, when a memory-type transport stages `mem`;
+  /// otherwise, for the peer's GPU memory, remote staging. The peer's GPU
+  /// memory that no lane's key reaches is remote staged at once. The one
+  /// place a put or get is routed: the endpoint only carries it out.
+  RmaChoice route(Op op, bool registered, uct::MemType mem, size_t length, const Rkey& rkey) const;
 
   /// Builds the tables from a lane selection over `local` resources. Pure.
   static EpProtocols build(const wireup::LaneSelection& sel,
