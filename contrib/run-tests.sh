@@ -6,6 +6,9 @@
 # --unit runs only the unit tests (mc_gtest).
 #   BUILD_SUBDIRS="src/ucs ... test/gtest": build only these directories of
 #     the build tree (make check TESTS= in each, in order)
+#   UNIT_PROGRAM=mc_gtest_threads: the unit-test program that is built, in
+#     place of make check's mc_gtest, when BUILD_SUBDIRS names test/gtest,
+#     and run
 #   SANITIZER_LOG_DIR=dir: the sanitizers' log_path directory (set by the
 #     caller in ASAN_/UBSAN_/TSAN_OPTIONS); a report that appears there fails
 #     the unit tests or the check that was running, whichever process wrote it
@@ -26,8 +29,14 @@ trap 'rm -rf "$results"' EXIT
 # automake's harness, so their output is shown here. Before the handler
 # below: configure and a make that regenerates the build files probe for
 # programs that may be absent (cygpath, print), which is no missing program.
+unit_program=${UNIT_PROGRAM:-mc_gtest}
 for d in ${BUILD_SUBDIRS:-.}; do
-  "$top/contrib/build.sh" -C "$d" check TESTS= || { echo "summary: 0 passed, 1 failed (build)"; exit 1; }
+  unit_build=()
+  if [ "$unit_program" != mc_gtest ] && [ "$d" = test/gtest ]; then
+    unit_build=("check_PROGRAMS=$unit_program")
+  fi
+  "$top/contrib/build.sh" -C "$d" check TESTS= "${unit_build[@]}" ||
+    { echo "summary: 0 passed, 1 failed (build)"; exit 1; }
 done
 
 # Bash runs command_not_found_handle for a program it cannot find; exported,
@@ -78,13 +87,13 @@ count_gtest() {
 }
 
 echo
-echo "=== unit tests (mc_gtest) ==="
-"$build_dir/test/gtest/mc_gtest" --gtest_output="xml:$results/gtest.xml" "$@"
+echo "=== unit tests ($unit_program) ==="
+"$build_dir/test/gtest/$unit_program" --gtest_output="xml:$results/gtest.xml" "$@"
 rc=$?
 if [ -f "$results/gtest.xml" ]; then
   count_gtest "$results/gtest.xml"
 else
-  echo "mc_gtest produced no report (exit $rc)"
+  echo "$unit_program produced no report (exit $rc)"
   failed=$((failed + 1))
 fi
 [ $rc -ne 0 ] && [ $failed -eq 0 ] && failed=1
