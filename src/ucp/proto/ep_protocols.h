@@ -81,14 +81,9 @@ class MC_INTERNAL EpProtocols {
   /// lane can access that memory, a memory-type transport can, and the host
   /// registered table of `op` has a protocol. Null otherwise.
   const Staging* staging(Op op, uct::MemType mem) const;
-  /// Whether a put or get of a peer's memory that no lane's key reaches
-  /// (its GPU memory over tcp or sm) can go by "remote staging": the peer
-  /// stages it through its own bounce buffers, asked and answered over the
-  /// active-message lane (set when there is one).
-  bool remote_staging() const { return remote_staging_; }
   /// What carries a put or get of `length` bytes of local memory `mem`
   /// (registered or not) to the registration of the peer's key `rkey`: the
-  /// table's range for the size when the key has a key for its lane;
+  /// table's range for the size when `rkey` reaches the range's lane;
   /// otherwise staging here, when a memory-type transport stages `mem`;
   /// otherwise, for the peer's GPU memory, remote staging. The peer's GPU
   /// memory that no lane's key reaches is remote staged at once. The one
@@ -104,6 +99,10 @@ class MC_INTERNAL EpProtocols {
   static inline const ProtoTable kNone{};           ///< what table() gives no memory type
   ProtoTable tables_[3][kProtoMemTypes][2];         ///< op, memory type, registered
   std::optional<Staging> staging_[kProtoMemTypes];  ///< by memory type (put and get)
+  /// A put or get of a peer's memory that no lane's key reaches (its GPU
+  /// memory over tcp or sm) can go by remote staging: the peer stages it
+  /// through its own bounce buffers, asked and answered over the
+  /// active-message lane (set when there is one).
   bool remote_staging_ = false;
 };
 
