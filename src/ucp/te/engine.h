@@ -43,7 +43,6 @@
 #include "ucp/te/notifier.h"
 #include "ucp/te/rpc_server.h"
 #include "ucp/te/te_config.h"
-#include "ucs/sys/visibility.h"
 #include "ucs/topo/topo.h"
 
 namespace mc {
@@ -131,7 +130,7 @@ struct Batch {
   std::optional<BatchNotify> notify;
 };
 
-class MC_HIDDEN TransferEngine::Impl {
+class TransferEngine::Impl {
  public:
   Impl() = default;
   ~Impl();

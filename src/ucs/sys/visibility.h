@@ -11,6 +11,3 @@
 
 #define MC_API __attribute__((visibility("default")))
 #define MC_INTERNAL __attribute__((visibility("default")))
-/// A class nested in an exported one, which would otherwise be exported
-/// with it (TransferEngine::Impl).
-#define MC_HIDDEN __attribute__((visibility("hidden")))
