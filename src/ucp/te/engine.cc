@@ -467,7 +467,7 @@ int TransferEngine::Impl::register_memory(const std::vector<BufferEntry>& entrie
     // GPU memory is registered only where an md takes it (cuda_copy, ib by
     // dma-buf); peers whose lanes reach none have UCP stage it here.
     const uct::MemType mem =
-        buf->location.starts_with("cuda:") ? uct::MemType::Cuda : uct::MemType::Unknown;
+        te::location_is_gpu(buf->location) ? uct::MemType::Cuda : uct::MemType::Unknown;
     Result<std::unique_ptr<ucp::MemHandle>> memh =
         ucp::MemHandle::map(*context_, e.addr, e.length, access, mem);
     if (!memh.ok()) {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "ucp/te/engine.h"
+#include "ucp/te/location.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
 
@@ -138,7 +139,7 @@ bool TransferEngine::Impl::validate_file_locked(const TransferRequest& req,
   const LocalBuffer* b = buffer_at_locked(req.source);
   const std::string location = b ? b->location : std::string();
   uct::MemType mem = uct::MemType::Host;
-  if (location.starts_with("cuda")) {
+  if (te::location_is_gpu(location)) {
     mem = uct::MemType::Cuda;
   } else if (location.empty()) {
     mem = worker_->detect_mem_type(req.source, req.length);  // not registered

@@ -16,6 +16,7 @@
 #include <chrono>
 
 #include "ucp/te/engine.h"
+#include "ucp/te/location.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
 
@@ -334,7 +335,7 @@ bool TransferEngine::Impl::post_task_locked(Task* task, uint64_t now) {
   ucp::RequestParams params;
   params.memh = task->local ? task->local->memh.get() : nullptr;
   // GPU memory: UCP stages it through host memory when no lane reaches it.
-  if (task->local && task->local->location.starts_with("cuda:")) {
+  if (task->local && te::location_is_gpu(task->local->location)) {
     params.mem_type = uct::MemType::Cuda;
   }
   RemoteSegment& seg = *segments_.at(task->req.target_id);

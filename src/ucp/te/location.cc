@@ -27,6 +27,8 @@ bool location_valid(const std::string& location) {
   return !rest.empty() && ec == std::errc() && ptr == rest.data() + rest.size() && n < 4096;
 }
 
+bool location_is_gpu(const std::string& location) { return location.starts_with("cuda:"); }
+
 ucs::Result<std::string> detect_location(const void* addr, size_t len, std::string* error) {
   (void)len;
   const uintptr_t page = ucs::page_size();

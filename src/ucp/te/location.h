@@ -14,6 +14,9 @@ namespace mc::te {
 /// Whether `location` is "cpu:N", "cuda:N" or "*".
 MC_INTERNAL bool location_valid(const std::string& location);
 
+/// Whether a buffer registered at `location` is GPU memory ("cuda:N").
+MC_INTERNAL bool location_is_gpu(const std::string& location);
+
 /// The NUMA node of the first page of [addr, addr + len) through
 /// move_pages(2) in query mode: "cpu:N". NoElem with `*error` set when the
 /// kernel cannot tell (page not yet touched, no NUMA support).

@@ -220,6 +220,13 @@ TEST(TeLocation, Syntax) {
   }
 }
 
+TEST(TeLocation, OnlyCudaLocationsAreGpuMemory) {
+  for (const char* gpu : {"cuda:0", "cuda:7"}) EXPECT_TRUE(location_is_gpu(gpu)) << gpu;
+  for (const char* host : {"*", "cpu:0", "cpu:3", "", "cuda"}) {
+    EXPECT_FALSE(location_is_gpu(host)) << host;
+  }
+}
+
 TEST(TeLocation, DetectsTheNodeOfTouchedPages) {
   std::vector<uint8_t> buf(1 << 16, 1);
   std::string why;
