@@ -18,7 +18,11 @@
 # endpoint as VmRSS deltas from /proc (fan-out: the initiator's, after its
 # opens and first transfers; fan-in: the target's, at its peak while its N
 # initiators run, above its VmRSS before they start), and the metadata
-# operations per openSegment: under P2PHANDSHAKE (the default) the
+# operations per openSegment. Fan-in over tcp also gives the kernel's
+# ceiling for its shape: N TCP streams of block-sized writes, each from a
+# thread writing blocking, into one thread that reads them all through
+# epoll into a buffer of the target's size (mc_perftest --limits
+# --senders N --footprint). Metadata operations: under P2PHANDSHAKE (the default) the
 # descriptors the targets' RPC listeners served (MC_LOG_LEVEL=debug lines
 # 'rpc listener: served the descriptor'), with --scale-metadata http also
 # mc_metadata_server's GETs of the targets' keys (its debug lines), per
@@ -28,7 +32,7 @@
 # list (--scale-blocks "", --scale-n "", --scale-caps "") skips that part;
 # --quick runs a subset. Results: docs/performance.md, "How cost grows".
 # Uses from bench-compare.sh and bench-compare-te.sh: $mc, $out, $rounds,
-# $quick, median, start_bg, stop_bg, te_throughput, mc_segment_of,
+# $quick, median, start_bg, stop_bg, te_throughput, mc_segment_of, ratio2,
 # run_mc_te, te_duration, te_max_footprint, free_port.
 
 ts_blocks=${TS_BLOCKS-"4096 65536 1048576 4194304 16777216 67108864"}
@@ -227,6 +231,15 @@ ts_fanin() {  # <n>
     "$kib $ops $check"
 }
 
+# The kernel's fan-in ceiling for N: MiB/s of N TCP streams into one thread
+# (mc_perftest --limits --senders), or NA.
+ts_kernel_fanin() {  # <n>
+  local v
+  v=$("$mc" --limits --senders "$1" -s "$ts_fan_block" --footprint $(($1 * ts_fan_batch * ts_fan_block)) \
+    2>/dev/null | sed -n 's/.*streams into one thread.*: *\([0-9.]*\) MB\/s.*/\1/p')
+  echo "${v:-NA}"
+}
+
 # One sweep cell: MiB/s of run_mc_te (bench-compare-te.sh) or "-" when its
 # footprint passes the limit.
 ts_cell() {  # <sel> <op> <block> <batch> <threads>
@@ -267,6 +280,11 @@ run_te_scale_class() {
       row=$(ts_fanin "$n")
       ts_add ts_fanin.txt "$n" "$row"
       echo "  te_scale fan-in  $n: $row  ($((SECONDS - start))s)"
+      if [ "$ts_fan_sel" = tcp ]; then
+        local k; k=$(ts_kernel_fanin "$n")
+        ts_add ts_fanin_kernel.txt "$n" "$k"
+        echo "  te_scale fan-in  $n, kernel TCP: $k MiB/s  ($((SECONDS - start))s)"
+      fi
     done
     for cap in $ts_caps; do
       local env=(); [ "$cap" = 0 ] || env=(MC_MAX_EP_PER_CTX=$cap)
@@ -334,15 +352,25 @@ report_te_scale_class() {
     fi
     echo "set-up usec (p50 over the segments): open = openSegment, first = the first transfer of a block"
     echo "(the endpoint: creation, wire-up), second = the next one; ops/open: metadata operations per openSegment"
-    printf '%4s %24s %18s %18s %18s %16s %12s  %s\n' N MB/s open_us first_us second_us KiB/seg ops/open check
+    local kfile=$out/ts_${kind}_kernel.txt
+    [ -s "$kfile" ] && echo "kernel TCP: N streams of block-sized writes into one thread (mc_perftest --limits --senders N)"
+    printf '%4s %24s %18s %18s %18s %16s %12s  %s' N MB/s open_us first_us second_us KiB/seg ops/open check
+    [ -s "$kfile" ] && printf '  %24s %8s' "kernel TCP MB/s" mc/kernel
+    echo
     while IFS='|' read -r n vals; do
       n=${n% }
       local tp op1 fi st kb ops ck
       tp=$(ts_fields "$vals" 7 1); op1=$(ts_fields "$vals" 7 2); fi=$(ts_fields "$vals" 7 3)
       st=$(ts_fields "$vals" 7 4); kb=$(ts_fields "$vals" 7 5); ops=$(ts_fields "$vals" 7 6); ck=$(ts_fields "$vals" 7 7)
-      printf '%4s %24s %18s %18s %18s %16s %12s  %s\n' "$n" "$(ts_medr "$tp")" "$(ts_median_of "$op1")" \
+      printf '%4s %24s %18s %18s %18s %16s %12s  %s' "$n" "$(ts_medr "$tp")" "$(ts_median_of "$op1")" \
         "$(ts_median_of "$fi")" "$(ts_median_of "$st")" "$(ts_median_of "$kb")" "$(ts_median_of "$ops")" "$(ts_checks "$ck")"
-      parsable+=("cmp=te_scale_${kind} size=$ts_fan_block n=$n metric=bw_MBps mc=$(ts_median_of "$tp") range=$(echo "$tp" | ts_range) open_us=$(ts_median_of "$op1") first_us=$(ts_median_of "$fi") second_us=$(ts_median_of "$st") kib_per_segment=$(ts_median_of "$kb") ops_per_open=$(ts_median_of "$ops") check=$(ts_checks "$ck" | tr ' ' ,)")
+      local kern="" kmed=NA
+      if [ -s "$kfile" ]; then
+        kern=$(sed -n "s/^$n | //p" "$kfile"); kmed=$(ts_median_of "$kern")
+        printf '  %24s %8s' "$(ts_medr "$kern")" "$(ratio2 "$(ts_median_of "$tp")" "$kmed")"
+      fi
+      echo
+      parsable+=("cmp=te_scale_${kind} size=$ts_fan_block n=$n metric=bw_MBps mc=$(ts_median_of "$tp") range=$(echo "$tp" | ts_range) open_us=$(ts_median_of "$op1") first_us=$(ts_median_of "$fi") second_us=$(ts_median_of "$st") kib_per_segment=$(ts_median_of "$kb") ops_per_open=$(ts_median_of "$ops") check=$(ts_checks "$ck" | tr ' ' ,)${kern:+ kernel_tcp_MBps=$kmed}")
     done < "$out/ts_$kind.txt"
   done
   if [ -s "$out/ts_evict.txt" ]; then
@@ -391,6 +419,10 @@ plot_te_scale_class() {  # <dir>
       key=${key% }
       local v
       v=$(ts_median_of "$(ts_fields "$vals" 7 1)"); [ "$v" = NA ] || echo "$key $v" >> "$dir/tfan.$kind.dat"
+      if [ -s "$out/ts_${kind}_kernel.txt" ]; then
+        v=$(ts_median_of "$(sed -n "s/^$key | //p" "$out/ts_${kind}_kernel.txt")")
+        [ "$v" = NA ] || echo "$key $v" >> "$dir/tfan.$kind-kernel-tcp.dat"
+      fi
       v=$(ts_median_of "$(ts_fields "$vals" 7 3)"); [ "$v" = NA ] || echo "$key $v" >> "$dir/tsetup.$kind-first.dat"
       v=$(ts_median_of "$(ts_fields "$vals" 7 2)"); [ "$v" = NA ] || echo "$key $v" >> "$dir/tsetup.$kind-open.dat"
       v=$(ts_median_of "$(ts_fields "$vals" 7 5)")

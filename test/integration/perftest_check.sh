@@ -474,6 +474,19 @@ if timeout 30 "$perftest" --limits -s 65536 --footprint 8m > "$tmp/lim" 2>&1 &&
 else
   fail "--limits --footprint"; sed 's/^/      /' "$tmp/lim" | tail -4
 fi
+# The kernel's fan-in ceiling: 4 streams into one thread, a positive rate.
+if timeout 30 "$perftest" --limits --senders 4 -s 65536 --footprint 8m > "$tmp/lim" 2>&1 &&
+   grep -Eq '4 streams into one thread, 65536-byte writes: +[0-9]*[1-9][0-9.]* MB/s' "$tmp/lim"; then
+  pass "--limits --senders 4: $(grep streams "$tmp/lim" | tr -s ' ')"
+else
+  fail "--limits --senders 4"; sed 's/^/      /' "$tmp/lim" | tail -4
+fi
+timeout 10 "$perftest" --senders 4 > /dev/null 2> "$tmp/err"; rc=$?
+if [ $rc -eq 2 ] && grep -q -- '--senders is a part of --limits' "$tmp/err"; then
+  pass "--senders without --limits refused: $(head -1 "$tmp/err")"
+else
+  fail "--senders without --limits refused: exit $rc"
+fi
 
 # A stopped target: the initiator waits for its tasks' deadline
 # (MC_TRANSFER_TIMEOUT) at next to no CPU, where it used to spin a core, then

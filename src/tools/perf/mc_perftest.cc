@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<Limits> limits;
   if (o.limits && (o.limits_only() || !o.is_server())) {
-    Result<Limits> l = measure_limits(o.params.message_size(), o.params.footprint);
+    Result<Limits> l = measure_limits(o.params.message_size(), o.params.footprint, o.senders);
     if (!l.ok()) return kExitFailed;
     limits = std::make_unique<Limits>(*l);
     print_limits(*limits, o.csv);

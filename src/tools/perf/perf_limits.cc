@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -148,6 +149,134 @@ Result<double> measure_tcp_bw(size_t size) {
   return static_cast<double>(received.load()) / seconds;
 }
 
+// `senders` streams into one epoll thread (Limits::tcp_fanin_bw). Each
+// sender cycles through its own buffer of footprint / senders bytes (one
+// message when no footprint is given); the receiver reads every message
+// whole into the next slot of its own footprint-sized buffer. Both are
+// written first, so no page is faulted in on the clock. The clock runs
+// once every stream has delivered a message, for 3 x kRunTime.
+Result<double> measure_tcp_fanin_bw(size_t size, unsigned senders, size_t footprint) {
+  std::vector<int> tx(senders, -1), rx(senders, -1);
+  auto close_all = [&] {
+    for (int fd : tx)
+      if (fd >= 0) close(fd);
+    for (int fd : rx)
+      if (fd >= 0) close(fd);
+  };
+  for (unsigned i = 0; i < senders; ++i) {
+    if (is_error(tcp_pair(&tx[i], &rx[i]))) {
+      close_all();
+      return Status::IoError;
+    }
+  }
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) {
+    MC_LOG(error) << "limits: epoll_create1 failed: " << ucs::errno_string(errno);
+    close_all();
+    return Status::IoError;
+  }
+  for (unsigned i = 0; i < senders; ++i) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = i;
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, rx[i], &ev) != 0) {
+      MC_LOG(error) << "limits: epoll_ctl failed: " << ucs::errno_string(errno);
+      close(ep);
+      close_all();
+      return Status::IoError;
+    }
+  }
+  const size_t slots = std::max<size_t>(1, footprint / size);
+  const size_t per_sender = std::max<size_t>(1, slots / senders);
+  std::unique_ptr<uint8_t[]> dst(new (std::nothrow) uint8_t[slots * size]);
+  std::unique_ptr<uint8_t[]> src(new (std::nothrow) uint8_t[senders * per_sender * size]);
+  if (!dst || !src) {
+    close(ep);
+    close_all();
+    return Status::NoMemory;
+  }
+  std::memset(dst.get(), 0, slots * size);
+  std::memset(src.get(), 0xa5, senders * per_sender * size);
+
+  std::atomic<bool> stop{false};
+  std::atomic<unsigned> failed{0};
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < senders; ++i) {
+    threads.emplace_back([&, i] {
+      const uint8_t* mine = src.get() + i * per_sender * size;
+      for (size_t k = 0; !stop.load(std::memory_order_relaxed); k = (k + 1) % per_sender) {
+        if (!write_all(tx[i], mine + k * size, size)) {
+          failed.fetch_add(1);
+          break;
+        }
+      }
+      shutdown(tx[i], SHUT_WR);
+    });
+  }
+  // Reads until every stream ended; counts the bytes of the timed window.
+  std::vector<size_t> got(senders, 0);  // bytes of each stream's message in progress
+  std::vector<size_t> slot_of(senders, 0);
+  size_t next_slot = 0;
+  unsigned open = senders, started = 0;
+  std::vector<bool> delivered(senders, false);
+  uint64_t bytes = 0;
+  Clock::time_point t0{}, t1{};
+  bool timing = false, ok = true;
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (open > 0 && ok) {
+    epoll_event evs[64];
+    const int n = epoll_wait(ep, evs, 64, 100);
+    if (n < 0 && errno != EINTR) ok = false;
+    for (int e = 0; e < n; ++e) {
+      const unsigned i = evs[e].data.u32;
+      if (got[i] == 0) {
+        slot_of[i] = next_slot;
+        next_slot = (next_slot + 1) % slots;
+      }
+      const ssize_t r = ::recv(rx[i], dst.get() + slot_of[i] * size + got[i], size - got[i],
+                               MSG_DONTWAIT);
+      if (r == 0) {
+        epoll_ctl(ep, EPOLL_CTL_DEL, rx[i], nullptr);
+        --open;
+        continue;
+      }
+      if (r < 0) {
+        if (errno != EAGAIN && errno != EINTR) ok = false;
+        continue;
+      }
+      got[i] = (got[i] + static_cast<size_t>(r)) % size;
+      if (timing) bytes += static_cast<uint64_t>(r);
+      if (!delivered[i] && got[i] == 0) {
+        delivered[i] = true;
+        if (++started == senders) {
+          timing = true;
+          t0 = Clock::now();
+        }
+      }
+    }
+    const auto now = Clock::now();
+    if (timing && t1 == Clock::time_point{} && now - t0 >= 3 * kRunTime) {
+      t1 = now;
+      timing = false;
+      stop.store(true);
+    }
+    if (now > give_up) ok = false;  // a stream that never delivers
+  }
+  stop.store(true);
+  for (int fd : rx) shutdown(fd, SHUT_RDWR);  // unblocks a sender when we gave up
+  for (std::thread& t : threads) t.join();
+  close(ep);
+  close_all();
+  if (!ok || failed.load() > 0 || t1 == Clock::time_point{}) {
+    MC_LOG(error) << "limits: " << senders << " TCP streams over 127.0.0.1 into one thread: "
+                  << (failed.load() > 0 ? "a sender's write failed"
+                      : ok              ? "no stream delivered in time"
+                                        : "the receiver failed or waited 10 s");
+    return Status::IoError;
+  }
+  return static_cast<double>(bytes) / std::chrono::duration<double>(t1 - t0).count();
+}
+
 // Receives exactly `n` bytes by polling a non-blocking receive, as a
 // transport's progress loop does (no sleep and wake-up in the timing).
 bool spin_read_all(int fd, uint8_t* p, size_t n) {
@@ -193,7 +322,7 @@ Result<double> measure_tcp_lat() {
 
 }  // namespace
 
-Result<Limits> measure_limits(size_t size, size_t footprint) {
+Result<Limits> measure_limits(size_t size, size_t footprint, unsigned senders) {
   Limits l;
   l.size = std::max<size_t>(size, 1);
   l.memcpy_bw = measure_memcpy(l.size);
@@ -208,6 +337,10 @@ Result<Limits> measure_limits(size_t size, size_t footprint) {
   }
   MC_ASSIGN_OR_RETURN(l.tcp_bw, measure_tcp_bw(l.size));
   MC_ASSIGN_OR_RETURN(l.tcp_lat, measure_tcp_lat());
+  if (senders > 0) {
+    l.senders = senders;
+    MC_ASSIGN_OR_RETURN(l.tcp_fanin_bw, measure_tcp_fanin_bw(l.size, senders, footprint));
+  }
   return l;
 }
 

@@ -20,12 +20,19 @@ struct Limits {
   /// of `footprint` bytes (copy i at offset (i mod n) x size in both): memory
   /// that is not in the cache, as a transfer spread over a large buffer.
   double memcpy_cold_bw = 0;
+  unsigned senders = 0;  ///< streams of the fan-in (0: not measured)
+  /// Bytes per second, `senders` TCP streams of `size`-byte writes, each
+  /// from its own thread writing blocking, into one thread that reads them
+  /// all through epoll (each message into the next slot of a `footprint`-byte
+  /// buffer when one is given): the kernel's ceiling for a fan-in of
+  /// initiators to one target whose one thread serves their connections.
+  double tcp_fanin_bw = 0;
 };
 
 /// Measures the limits (about a second in all; with a footprint above the
-/// size, also the cold copy). IoError (logged) when a socket cannot be set
-/// up, NoMemory when the footprint's buffers cannot be had; every wait is
-/// bounded.
-ucs::Result<Limits> measure_limits(size_t size, size_t footprint = 0);
+/// size, also the cold copy; with `senders`, also the fan-in, another
+/// second). IoError (logged) when a socket cannot be set up, NoMemory when
+/// the footprint's buffers cannot be had; every wait is bounded.
+ucs::Result<Limits> measure_limits(size_t size, size_t footprint = 0, unsigned senders = 0);
 
 }  // namespace mc::perf

@@ -17,7 +17,15 @@ namespace mc::perf {
 
 namespace {
 
-enum LongOnly { OptLimits = 1000, OptTimeout, OptFull, OptAlloc, OptAsync, OptFootprint };
+enum LongOnly {
+  OptLimits = 1000,
+  OptTimeout,
+  OptFull,
+  OptAlloc,
+  OptAsync,
+  OptFootprint,
+  OptSenders
+};
 
 constexpr option kLongOptions[] = {
     {"limits", no_argument, nullptr, OptLimits},
@@ -26,6 +34,7 @@ constexpr option kLongOptions[] = {
     {"alloc", required_argument, nullptr, OptAlloc},
     {"async", required_argument, nullptr, OptAsync},
     {"footprint", required_argument, nullptr, OptFootprint},
+    {"senders", required_argument, nullptr, OptSenders},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
@@ -189,6 +198,12 @@ Status parse_one(int c, const char* arg, const Registry& registry, Options* o) {
     case 'I':
     case OptFull: o->extra_info = true; return Status::Ok;
     case OptLimits: o->limits = true; return Status::Ok;
+    case OptSenders: {
+      uint64_t n = 0;
+      MC_RETURN_IF_ERROR(parse_uint("-senders", arg, 1, 1024, &n));
+      o->senders = static_cast<unsigned>(n);
+      return Status::Ok;
+    }
     case OptTimeout: return parse_timeout(arg, &o->timeout);
     case OptFootprint: {
       size_t n = 0;
@@ -258,6 +273,10 @@ Result<Options> parse_options(int argc, char** argv, const Registry& registry) {
     say("missing test name: give -t (or --limits alone)");
     return fail(Status::InvalidParam);
   }
+  if (o.senders > 0 && !o.limits) {
+    say("--senders is a part of --limits: give both");
+    return fail(Status::InvalidParam);
+  }
   if (o.params.footprint > 0 && o.test_given && !kFootprintTests.contains(o.params.test)) {
     say("--footprint applies to the bandwidth tests of put and get (put_bw, get, ucp_put_bw, "
         "ucp_get), not to " +
@@ -324,6 +343,11 @@ void print_usage(FILE* out, const char* prog, const Registry& registry) {
       "                    127.0.0.1 (one stream, messages of the message size) and\n"
       "                    busy-polling TCP ping-pong latency (8 B); with -t, also print\n"
       "                    the fraction of them that the test reached\n"
+      "     --senders <n>  with --limits, also n TCP streams over 127.0.0.1, each from a\n"
+      "                    thread of its own writing blocking, into one thread that reads\n"
+      "                    them all through epoll: the kernel's ceiling for n initiators\n"
+      "                    to one target (1-1024; with --footprint, each message goes to\n"
+      "                    the next slot of a buffer that large)\n"
       "     -h, --help     show this help message\n"
       "     --version      show the version line\n"
       "\n"

@@ -26,6 +26,7 @@ struct Options {
   bool final_only = false;     ///< -f: no progress output
   bool extra_info = false;     ///< -I / --full: the environment of the run
   bool limits = false;         ///< --limits
+  unsigned senders = 0;        ///< --senders: with --limits, also the TCP fan-in
   /// --async: UCT transports' background work (sockets of tcp) on a thread
   /// of its own (true), or in the test thread's progress() (false, as UCX
   /// progresses its transports; client/server mode only).

@@ -197,6 +197,11 @@ void print_limits(const Limits& l, bool csv) {
   }
   line("kernel TCP 127.0.0.1, one stream, " + size + "-byte writes",
        printf_string("%.2f MB/s", l.tcp_bw / kMB));
+  if (l.senders > 0) {
+    line("kernel TCP 127.0.0.1, " + std::to_string(l.senders) + " streams into one thread, " + size +
+             "-byte writes",
+         printf_string("%.2f MB/s", l.tcp_fanin_bw / kMB));
+  }
   line("kernel TCP 127.0.0.1 ping-pong, 8 B, busy-polling",
        printf_string("%.3f usec (half round trip)", l.tcp_lat * 1e6));
   std::fflush(stdout);
