@@ -93,6 +93,11 @@ class MC_API Worker {
   /// readable: wait() polls them every MC_POLL_INTERVAL instead. Owned by
   /// the worker.
   int event_fd() const;
+  /// Whether every iface has an event fd, so that a sleep on event_fd()
+  /// misses nothing of theirs: progress() is then needed only when it is
+  /// readable, and for requests' deadlines. False when one must be polled
+  /// (sm, self; or one whose arm() failed).
+  bool event_driven() const;
   /// Arms every event fd. Busy when there is work now (call progress() and
   /// arm again); Ok when a sleep on event_fd() may begin.
   Status arm();

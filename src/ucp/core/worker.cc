@@ -398,6 +398,9 @@ ThreadMode Worker::thread_mode() const {
 int Worker::event_fd() const {
   return impl(*this).event_fd();
 }
+bool Worker::event_driven() const {
+  return impl(*this).event_driven();
+}
 Status Worker::arm() {
   return impl(*this).arm();
 }

@@ -94,6 +94,10 @@ class MC_INTERNAL WorkerImpl final : public Worker {
   ThreadMode thread_mode() const { return multi_ ? ThreadMode::Multi : ThreadMode::Single; }
   int event_fd() const { return epfd_; }
   Status arm();
+  bool event_driven() const {
+    std::unique_lock guard = lock();
+    return !polled_;
+  }
   Status wait(ucs::config::Duration timeout = ucs::config::Duration::max());
   void signal();
   void woken();

@@ -45,7 +45,9 @@ Status WorkerImpl::init_wait() {
     Result<int> fd = (ifaces_[k].attr.cap & uct::kCapEventFd) ? ifaces_[k].iface->event_fd()
                                                               : Result<int>(Status::Unsupported);
     ev.data.u64 = k;
-    if (fd.ok() && epoll_ctl(epfd_, EPOLL_CTL_ADD, *fd, &ev) == 0) {
+    // EEXIST: an fd an earlier iface added, a loop the two share (tcp's
+    // ifaces of one worker): watched already.
+    if (fd.ok() && (epoll_ctl(epfd_, EPOLL_CTL_ADD, *fd, &ev) == 0 || errno == EEXIST)) {
       armable_.push_back(k);
     } else {
       polled_ = true;

@@ -31,6 +31,11 @@ constexpr uint64_t kCallerPollNs = 100'000;
 /// Meanwhile the progress thread looks this often (a caller that stops
 /// polling leaves what it has in flight to the thread at most this late).
 constexpr uint64_t kCallerNapNs = 1'000'000;
+/// The longest sleep of the progress thread when it watches the sockets and
+/// every iface wakes it through the worker's event fd (tcp alone): what is
+/// left to look for without a wake-up is request deadlines and the load
+/// sample. Otherwise it looks every millisecond at most (sm is polled).
+constexpr uint64_t kEventDrivenWaitNs = 10'000'000;
 
 }  // namespace
 
@@ -492,6 +497,11 @@ void TransferEngine::Impl::progress_loop() {
     // sixteenth of that quiet time, 50 us to 1 ms: a stopped peer costs
     // next to no CPU until the tasks' deadline); the worker is still
     // progressed every millisecond for the transports' target-side service.
+    // When the sockets wake this thread and nothing else needs polling
+    // (Worker::event_driven: tcp alone) and no task waits to be posted, it
+    // sleeps until a socket or a submission wakes it, kEventDrivenWaitNs at
+    // most: timed wake-ups, each a context switch, were most of what an
+    // initiator of a tcp fan-in to a busy target spent (docs/performance.md).
     const uint64_t quiet_ns = now - last_events_ns;
     // A caller polls (kCallerPollNs): it progresses, and this thread naps
     // kCallerNapNs, which submit() does not cut short for tasks it posted
@@ -499,9 +509,11 @@ void TransferEngine::Impl::progress_loop() {
     const bool caller_polls =
         now - caller_poll_ns_ < kCallerPollNs && caller_poll_gap_ns_ < kCallerPollNs;
     if (!busy || quiet_ns > 200000 || caller_polls) {
-      const uint64_t wait_ns = caller_polls ? kCallerNapNs
-                               : !busy      ? 1000000
-                                            : std::clamp<uint64_t>(quiet_ns / 16, 50000, 1000000);
+      const bool event_driven = serves_sockets && pending_.empty() && worker_->event_driven();
+      const uint64_t wait_ns = caller_polls   ? kCallerNapNs
+                               : event_driven ? kEventDrivenWaitNs
+                               : !busy        ? 1000000
+                                              : std::clamp<uint64_t>(quiet_ns / 16, 50000, 1000000);
       naps_for_caller_ = caller_polls;
       // Napping beside a polling caller, the sockets are that caller's.
       progress_wait(lock, wait_ns, !caller_polls);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Blocking progress and thread modes: a thread asleep in Worker::wait()
 // wakes on an incoming active message (tcp by its event fd, sm by the poll
-// interval) and on signal(); two threads put through one multi-mode worker.
+// interval) and on signal(); two threads put through one multi-mode worker;
+// which workers are event-driven.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -61,6 +62,12 @@ TEST_P(UcpWait, ModesAndEventFd) {
   EXPECT_EQ(sender_->thread_mode(), ThreadMode::Multi);
   EXPECT_EQ(receiver_->thread_mode(), ThreadMode::Single);
   EXPECT_GE(receiver_->event_fd(), 0);
+}
+
+// tcp's ifaces all wake a sleeper through event_fd(); sm's must be polled.
+TEST_P(UcpWait, EventDrivenOnlyWhenNoIfaceIsPolled) {
+  EXPECT_EQ(receiver_->event_driven(), tcp());
+  EXPECT_EQ(sender_->event_driven(), tcp());
 }
 
 TEST_P(UcpWait, SleepingThreadWakesOnAnActiveMessage) {
@@ -163,6 +170,27 @@ TEST_P(UcpWait, TwoThreadsPutThroughOneMultiModeWorker) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ucp, UcpWait, testing::Values("tcp", "sm"));
+
+// Every tcp device, sockets served in progress(): the worker's tcp ifaces
+// share one event loop, whose fd the second one finds watched already
+// (EEXIST). That is no iface to poll.
+TEST(UcpWaitShared, TcpIfacesSharingALoopAreEventDriven) {
+  if (!uct::find_component("tcp")) GTEST_SKIP() << "tcp is not available";
+  auto sources = ucs::config::Sources::from({{"MC_TLS", "tcp"}}, {});
+  ASSERT_TRUE(sources.ok());
+  ContextParams params;
+  params.sources = &*sources;
+  auto ctx = Context::create(params);
+  ASSERT_TRUE(ctx.ok());
+  size_t tcp_ifaces = 0;
+  for (const ResourceInfo& r : (*ctx)->resources()) tcp_ifaces += r.enabled ? 1 : 0;
+  if (tcp_ifaces < 2) GTEST_SKIP() << "one tcp device here: nothing shares the loop";
+  WorkerParams progress;
+  progress.async_mode = AsyncMode::Progress;  // the loop is the worker's, driven by progress()
+  auto worker = Worker::create(**ctx, progress);
+  ASSERT_TRUE(worker.ok());
+  EXPECT_TRUE((*worker)->event_driven()) << tcp_ifaces << " tcp ifaces";
+}
 
 }  // namespace
 }  // namespace mc::ucp::test
