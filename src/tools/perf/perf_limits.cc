@@ -217,13 +217,13 @@ Result<double> measure_tcp_fanin_bw(size_t size, unsigned senders, size_t footpr
   std::vector<size_t> got(senders, 0);  // bytes of each stream's message in progress
   std::vector<size_t> slot_of(senders, 0);
   size_t next_slot = 0;
-  unsigned open = senders, started = 0;
+  unsigned streams_open = senders, started = 0;
   std::vector<bool> delivered(senders, false);
   uint64_t bytes = 0;
   Clock::time_point t0{}, t1{};
   bool timing = false, ok = true;
   const auto give_up = Clock::now() + std::chrono::seconds(10);
-  while (open > 0 && ok) {
+  while (streams_open > 0 && ok) {
     epoll_event evs[64];
     const int n = epoll_wait(ep, evs, 64, 100);
     if (n < 0 && errno != EINTR) ok = false;
@@ -237,7 +237,7 @@ Result<double> measure_tcp_fanin_bw(size_t size, unsigned senders, size_t footpr
                                MSG_DONTWAIT);
       if (r == 0) {
         epoll_ctl(ep, EPOLL_CTL_DEL, rx[i], nullptr);
-        --open;
+        --streams_open;
         continue;
       }
       if (r < 0) {
