@@ -17,6 +17,7 @@
 #include <memory>
 #include <new>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ucs/log/log.h"
@@ -149,6 +150,20 @@ Result<double> measure_tcp_bw(size_t size) {
   return static_cast<double>(received.load()) / seconds;
 }
 
+// The sockets of a fan-in measurement, closed on every way out.
+struct FanInSockets {
+  std::vector<int> tx, rx;
+  int ep = -1;
+  explicit FanInSockets(unsigned n) : tx(n, -1), rx(n, -1) {}
+  ~FanInSockets() {
+    for (int fd : tx)
+      if (fd >= 0) close(fd);
+    for (int fd : rx)
+      if (fd >= 0) close(fd);
+    if (ep >= 0) close(ep);
+  }
+};
+
 // `senders` streams into one epoll thread (Limits::tcp_fanin_bw). Each
 // sender cycles through its own buffer of footprint / senders bytes (one
 // message when no footprint is given); the receiver reads every message
@@ -156,45 +171,29 @@ Result<double> measure_tcp_bw(size_t size) {
 // written first, so no page is faulted in on the clock. The clock runs
 // once every stream has delivered a message, for 3 x kRunTime.
 Result<double> measure_tcp_fanin_bw(size_t size, unsigned senders, size_t footprint) {
-  std::vector<int> tx(senders, -1), rx(senders, -1);
-  auto close_all = [&] {
-    for (int fd : tx)
-      if (fd >= 0) close(fd);
-    for (int fd : rx)
-      if (fd >= 0) close(fd);
-  };
+  FanInSockets fds(senders);
   for (unsigned i = 0; i < senders; ++i) {
-    if (is_error(tcp_pair(&tx[i], &rx[i]))) {
-      close_all();
-      return Status::IoError;
-    }
+    MC_RETURN_IF_ERROR(tcp_pair(&fds.tx[i], &fds.rx[i]));
   }
-  const int ep = epoll_create1(EPOLL_CLOEXEC);
-  if (ep < 0) {
-    MC_LOG(error) << "limits: epoll_create1 failed: " << ucs::errno_string(errno);
-    close_all();
-    return Status::IoError;
-  }
-  for (unsigned i = 0; i < senders; ++i) {
+  fds.ep = epoll_create1(EPOLL_CLOEXEC);
+  for (unsigned i = 0; i < senders && fds.ep >= 0; ++i) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u32 = i;
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, rx[i], &ev) != 0) {
+    if (epoll_ctl(fds.ep, EPOLL_CTL_ADD, fds.rx[i], &ev) != 0) {
       MC_LOG(error) << "limits: epoll_ctl failed: " << ucs::errno_string(errno);
-      close(ep);
-      close_all();
       return Status::IoError;
     }
+  }
+  if (fds.ep < 0) {
+    MC_LOG(error) << "limits: epoll_create1 failed: " << ucs::errno_string(errno);
+    return Status::IoError;
   }
   const size_t slots = std::max<size_t>(1, footprint / size);
   const size_t per_sender = std::max<size_t>(1, slots / senders);
   std::unique_ptr<uint8_t[]> dst(new (std::nothrow) uint8_t[slots * size]);
   std::unique_ptr<uint8_t[]> src(new (std::nothrow) uint8_t[senders * per_sender * size]);
-  if (!dst || !src) {
-    close(ep);
-    close_all();
-    return Status::NoMemory;
-  }
+  if (!dst || !src) return Status::NoMemory;
   std::memset(dst.get(), 0, slots * size);
   std::memset(src.get(), 0xa5, senders * per_sender * size);
 
@@ -205,38 +204,41 @@ Result<double> measure_tcp_fanin_bw(size_t size, unsigned senders, size_t footpr
     threads.emplace_back([&, i] {
       const uint8_t* mine = src.get() + i * per_sender * size;
       for (size_t k = 0; !stop.load(std::memory_order_relaxed); k = (k + 1) % per_sender) {
-        if (!write_all(tx[i], mine + k * size, size)) {
+        if (!write_all(fds.tx[i], mine + k * size, size)) {
           failed.fetch_add(1);
           break;
         }
       }
-      shutdown(tx[i], SHUT_WR);
+      shutdown(fds.tx[i], SHUT_WR);
     });
   }
-  // Reads until every stream ended; counts the bytes of the timed window.
-  std::vector<size_t> got(senders, 0);  // bytes of each stream's message in progress
-  std::vector<size_t> slot_of(senders, 0);
+  // Reads until every stream ended; counts the bytes of the timed window,
+  // from the moment every stream has delivered a message (t0) to t1.
+  struct Stream {
+    size_t got = 0;   ///< bytes of the message in progress
+    size_t slot = 0;  ///< where that message goes
+    bool delivered = false;
+  };
+  std::vector<Stream> streams(senders);
   size_t next_slot = 0;
   unsigned streams_open = senders, started = 0;
-  std::vector<bool> delivered(senders, false);
   uint64_t bytes = 0;
   Clock::time_point t0{}, t1{};
-  bool timing = false, ok = true;
+  bool ok = true;
   const auto give_up = Clock::now() + std::chrono::seconds(10);
   while (streams_open > 0 && ok) {
     epoll_event evs[64];
-    const int n = epoll_wait(ep, evs, 64, 100);
+    const int n = epoll_wait(fds.ep, evs, 64, 100);
     if (n < 0 && errno != EINTR) ok = false;
+    const bool timing = started == senders && t1 == Clock::time_point{};
     for (int e = 0; e < n; ++e) {
       const unsigned i = evs[e].data.u32;
-      if (got[i] == 0) {
-        slot_of[i] = next_slot;
-        next_slot = (next_slot + 1) % slots;
-      }
-      const ssize_t r = ::recv(rx[i], dst.get() + slot_of[i] * size + got[i], size - got[i],
+      Stream& st = streams[i];
+      if (st.got == 0) st.slot = std::exchange(next_slot, (next_slot + 1) % slots);
+      const ssize_t r = ::recv(fds.rx[i], dst.get() + st.slot * size + st.got, size - st.got,
                                MSG_DONTWAIT);
       if (r == 0) {
-        epoll_ctl(ep, EPOLL_CTL_DEL, rx[i], nullptr);
+        epoll_ctl(fds.ep, EPOLL_CTL_DEL, fds.rx[i], nullptr);
         --streams_open;
         continue;
       }
@@ -244,29 +246,23 @@ Result<double> measure_tcp_fanin_bw(size_t size, unsigned senders, size_t footpr
         if (errno != EAGAIN && errno != EINTR) ok = false;
         continue;
       }
-      got[i] = (got[i] + static_cast<size_t>(r)) % size;
+      st.got = (st.got + static_cast<size_t>(r)) % size;
       if (timing) bytes += static_cast<uint64_t>(r);
-      if (!delivered[i] && got[i] == 0) {
-        delivered[i] = true;
-        if (++started == senders) {
-          timing = true;
-          t0 = Clock::now();
-        }
+      if (!st.delivered && st.got == 0) {
+        st.delivered = true;
+        if (++started == senders) t0 = Clock::now();
       }
     }
     const auto now = Clock::now();
-    if (timing && t1 == Clock::time_point{} && now - t0 >= 3 * kRunTime) {
+    if (timing && now - t0 >= 3 * kRunTime) {
       t1 = now;
-      timing = false;
       stop.store(true);
     }
     if (now > give_up) ok = false;  // a stream that never delivers
   }
   stop.store(true);
-  for (int fd : rx) shutdown(fd, SHUT_RDWR);  // unblocks a sender when we gave up
+  for (int fd : fds.rx) shutdown(fd, SHUT_RDWR);  // unblocks a sender when we gave up
   for (std::thread& t : threads) t.join();
-  close(ep);
-  close_all();
   if (!ok || failed.load() > 0 || t1 == Clock::time_point{}) {
     MC_LOG(error) << "limits: " << senders << " TCP streams over 127.0.0.1 into one thread: "
                   << (failed.load() > 0 ? "a sender's write failed"
