@@ -2,13 +2,17 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs dependencies, builds mc and every test, runs them all, and ends
 # with one line: "summary: N passed, N failed, N skipped".
-#   BUILD_DIR=dir CONFIGURE_FLAGS="--enable-asan --enable-ubsan" contrib/run-tests.sh [--unit] [gtest args]
-# --unit runs only the unit tests (mc_gtest).
+#   BUILD_DIR=dir CONFIGURE_FLAGS="--enable-asan --enable-ubsan" contrib/run-tests.sh [--unit|--build-only] [gtest args]
+# --unit runs only the unit tests (mc_gtest); --build-only builds what the
+# same command would run, and runs nothing (CI builds a later stage's tree
+# so while an earlier stage's tests run).
 #   BUILD_SUBDIRS="src/ucs ... test/gtest": build only these directories of
 #     the build tree (make check TESTS= in each, in order)
 #   UNIT_PROGRAM=mc_gtest_threads: the unit-test program that is built, in
 #     place of make check's mc_gtest, when BUILD_SUBDIRS names test/gtest,
 #     and run
+#   UNIT_SHARDS=N: the unit tests run as N processes at once, each a gtest
+#     shard (default 2; 1 runs them in one process)
 #   SANITIZER_LOG_DIR=dir: the sanitizers' log_path directory (set by the
 #     caller in ASAN_/UBSAN_/TSAN_OPTIONS); a report that appears there fails
 #     the unit tests or the check that was running, whichever process wrote it
@@ -19,7 +23,11 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${BUILD_DIR:-$top/build}
 unit_only=no
-if [ "${1:-}" = --unit ]; then unit_only=yes; shift; fi
+build_only=no
+case ${1:-} in
+  --unit) unit_only=yes; shift ;;
+  --build-only) build_only=yes; shift ;;
+esac
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 
@@ -38,6 +46,7 @@ for d in ${BUILD_SUBDIRS:-.}; do
   "$top/contrib/build.sh" -C "$d" check TESTS= "${unit_build[@]}" ||
     { echo "summary: 0 passed, 1 failed (build)"; exit 1; }
 done
+[ "$build_only" = no ] || exit 0
 
 # Bash runs command_not_found_handle for a program it cannot find; exported,
 # it runs in every bash script the checks start (also inside network
@@ -56,6 +65,10 @@ export -f command_not_found_handle
 # "<framework> <passed> <failed> <skipped>" to this file; its counts join
 # the summary's, besides the check's own result.
 export RUN_TESTS_COUNTS=$results/counts
+
+# The checks that build against an installed mc share one make install of
+# the build (test/integration/staged_install.sh), made by the first of them.
+export RUN_TESTS_STAGING=$results/staging
 
 passed=0; failed=0; skipped=0
 
@@ -86,17 +99,47 @@ count_gtest() {
   passed=$((passed + t - f - e - s))
 }
 
+# The unit tests wait more than they compute (leases that expire, deadlines,
+# services restarted: 78 s of CPU in 167 s of a release build's run on 2
+# cores), so they run as gtest shards, that many processes at once, each
+# test in one of them. The first shard's output shows as it runs, the
+# others' after it.
+shards=${UNIT_SHARDS:-2}
+[[ $shards =~ ^[1-9][0-9]*$ ]] || { echo "UNIT_SHARDS=$shards: not a number of processes"; exit 1; }
 echo
-echo "=== unit tests ($unit_program) ==="
-"$build_dir/test/gtest/$unit_program" --gtest_output="xml:$results/gtest.xml" "$@"
-rc=$?
-if [ -f "$results/gtest.xml" ]; then
-  count_gtest "$results/gtest.xml"
-else
-  echo "$unit_program produced no report (exit $rc)"
-  failed=$((failed + 1))
-fi
-[ $rc -ne 0 ] && [ $failed -eq 0 ] && failed=1
+echo "=== unit tests ($unit_program, $shards shards at once) ==="
+unit_start=$SECONDS
+# unit_shard I [gtest args]: runs shard I.
+unit_shard() {
+  local i=$1
+  shift
+  GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
+    "$build_dir/test/gtest/$unit_program" --gtest_output="xml:$results/gtest-$i.xml" "$@"
+}
+unit_shard 0 "$@" &
+pids=($!)
+for ((i = 1; i < shards; i++)); do
+  unit_shard "$i" "$@" > "$results/gtest-$i.log" 2>&1 &
+  pids+=($!)
+done
+for ((i = 0; i < shards; i++)); do
+  rc=0
+  wait "${pids[$i]}" || rc=$?
+  if [ $i -gt 0 ]; then
+    echo
+    echo "=== unit tests, shard $i of $shards ==="
+    cat "$results/gtest-$i.log"
+  fi
+  before=$failed
+  if [ -f "$results/gtest-$i.xml" ]; then
+    count_gtest "$results/gtest-$i.xml"
+  else
+    echo "$unit_program, shard $i, produced no report (exit $rc)"
+    failed=$((failed + 1))
+  fi
+  [ $rc -ne 0 ] && [ $failed -eq $before ] && failed=$((failed + 1))
+done
+echo "=== unit tests: $((SECONDS - unit_start)) s ==="
 sanitizer_reports && failed=$((failed + 1))
 
 # Prints the programs found missing since the last call and forgets them;

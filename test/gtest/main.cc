@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Entry point of mc_gtest: logging from MC_LOG_LEVEL (warn by default), then
-// every test.
+// every test (or a shard of them).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,8 +9,25 @@
 
 #include "ucs/log/log.h"
 
+namespace {
+
+// Under gtest's sharding (GTEST_TOTAL_SHARDS and GTEST_SHARD_INDEX:
+// contrib/run-tests.sh runs the tests as shards at once), this process's
+// share is chosen before the program starts. The variables then go, so that
+// a process a test starts from this program to run one test
+// (--gtest_filter) runs it instead of a shard of it, which may be nothing.
+class ShardVariablesDropped : public testing::EmptyTestEventListener {
+  void OnTestProgramStart(const testing::UnitTest&) override {
+    unsetenv("GTEST_TOTAL_SHARDS");
+    unsetenv("GTEST_SHARD_INDEX");
+  }
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
+  testing::UnitTest::GetInstance()->listeners().Append(new ShardVariablesDropped);
 #ifdef MC_TEST_SOFT_LIBRARY
   // The soft verbs provider of this build, for the ib modules here and in
   // every process the tests start (MC_IB_PROVIDER=soft).

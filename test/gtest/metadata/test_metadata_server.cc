@@ -552,7 +552,10 @@ TEST(MetadataServerHostile, OutOfFileDescriptorsRefusesThenRecovers) {
   EXPECT_EQ(call(port, "GET", "/metadata?key=kept").body, "before");
   EXPECT_EQ(call(port, "PUT", "/metadata?key=after", {}, "after").status, 200);
   EXPECT_EQ(call(port, "GET", "/metadata?key=after").body, "after");
-  EXPECT_EQ(server.lines_with("accepting again"), 1) << server.log();
+  // At least once: a descriptor the server frees while exhausted (the first
+  // request's connection, closed late on a loaded machine) makes a short
+  // recovery of its own before this one.
+  EXPECT_GE(server.lines_with("accepting again"), 1) << server.log();
 }
 
 // At the connection caps the connection idle the longest is closed, so a
