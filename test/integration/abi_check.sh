@@ -22,10 +22,7 @@ lists=$(cd "$(dirname "$0")" && pwd)/abi
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 
-make -C "$build_dir" install DESTDIR="$dest" > "$dest/install.log" 2>&1 ||
-  { cat "$dest/install.log"; exit 1; }
-prefix=$(sed -n 's/^prefix=//p' "$build_dir/mc-ucs.pc")
-root=$dest$prefix
+root=$("$(dirname "$0")/staged_install.sh" "$build_dir" "$dest/staging")
 fail=0
 
 # (1) The headers.

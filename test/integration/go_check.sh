@@ -69,18 +69,21 @@ else
 fi
 echo "PASS: go test"
 
-# Against an installed mc (a DESTDIR staging of the libraries and mc-te.pc):
+# Against an installed mc (bindings_install.sh):
 # the build and the two-process test, as an application would build. cgo's
 # C compiler warns that mc-te.pc's -std=c++20 (for C++) does not apply to C.
 installed=$(mktemp -d)
 root=$("$top/test/integration/bindings_install.sh" "$build_dir" "$installed")
-# A cache of its own: go does not rebuild a cached package when only what
-# pkg-config says has changed. LD_LIBRARY_PATH also for the link: the linker
+# go does not rebuild a cached package when only what pkg-config says has
+# changed: a define that names the installed root and that nothing reads
+# (CGO_CPPFLAGS is in a cgo package's cache key) makes it build the binding
+# against this root, while the standard library, built for -race or -asan
+# above, comes from the cache (a cache of its own built it again: 30 s). LD_LIBRARY_PATH also for the link: the linker
 # looks for libmc_te's own dependencies there (an mc installed for real is
 # in the linker's default directories).
 export PKG_CONFIG=$installed/pkg-config PKG_CONFIG_PATH=$root/lib/pkgconfig LD_LIBRARY_PATH=$root/lib
 test_bin=$out/te-installed.test
-GOCACHE=$out/cache-installed "$go" test "${go_flags[@]}" -c -o "$test_bin" . > "$out/test-installed.log" 2>&1 ||
+CGO_CPPFLAGS="${CGO_CPPFLAGS:-} -DMC_GO_CHECK_ROOT=$root" "$go" test "${go_flags[@]}" -c -o "$test_bin" . > "$out/test-installed.log" 2>&1 ||
   { cat "$out/test-installed.log"; rm -rf "$installed"; echo "FAIL: go test -c against $root"; exit 1; }
 if grep -q -F "$build_dir/src/ucs/.libs" "$test_bin"; then
   rm -rf "$installed"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs mc into a temporary DESTDIR and checks that headers, libraries,
+# Installs mc into a staging DESTDIR (staged_install.sh) and checks that headers, libraries,
 # tools and pkg-config files are there, and that a program using the
 # installed mc-ucs.pc compiles, links and runs.
 set -euo pipefail
@@ -9,9 +9,7 @@ build_dir=$1
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 
-make -C "$build_dir" install DESTDIR="$dest" >/dev/null
-prefix=$(sed -n 's/^prefix=//p' "$build_dir/mc-ucs.pc")
-root=$dest$prefix
+root=$("$(dirname "$0")/staged_install.sh" "$build_dir" "$dest/staging")
 # In a sanitizer build the libraries need the sanitizer runtime loaded
 # first: the programs built here get the build's -fsanitize flags.
 san_flags=$(sed -n 's/^BASE_LDFLAGS = //p' "$build_dir/Makefile")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Mooncake's C API as a library: installs mc into a temporary DESTDIR, builds
+# Mooncake's C API as a library: installs mc into a staging DESTDIR
+# (staged_install.sh), builds
 # mooncake_c_app.c as C11 against the installed <mooncake/transfer_engine_c.h>
 # with -ltransfer_engine, and runs it as a target and an initiator over
 # P2PHANDSHAKE, then over etcd and Redis when they are installed; the same
@@ -23,9 +24,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-make -C "$build_dir" install DESTDIR="$dest" > "$dest/install.log" 2>&1 || { tail -20 "$dest/install.log"; exit 1; }
-prefix=$(sed -n 's/^prefix=//p' "$build_dir/mc-ucs.pc")
-root=$dest$prefix
+root=$("$here/staged_install.sh" "$build_dir" "$dest/staging") || exit 1
 san_flags=$(sed -n 's/^BASE_LDFLAGS = //p' "$build_dir/Makefile")
 for f in include/mooncake/transfer_engine_c.h lib/libtransfer_engine.so; do
   [ -e "$root/$f" ] || { echo "MISSING: $f"; exit 1; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The vendor plugin kit end to end: installs mc into a temporary DESTDIR,
+# The vendor plugin kit end to end: installs mc (staged_install.sh),
 # builds contrib/plugin-template out of tree against that prefix only, and
 # checks that mc_uct_check passes on it, that UCP moves data between two
 # processes over it (MC_TLS=vendor), that mc_info -m lists it, and that the
@@ -17,10 +17,9 @@ trap 'rm -rf "$dest"' EXIT
 
 step() { echo "== $*"; }
 
-step "install mc into $dest"
-make -C "$build_dir" install DESTDIR="$dest" >/dev/null
-prefix=$(sed -n 's/^prefix=//p' "$build_dir/mc-ucs.pc")
-root=$dest$prefix
+step "install mc (staged_install.sh)"
+root=$("$here/staged_install.sh" "$build_dir" "$dest/staging")
+echo "installed in $root"
 # In a sanitizer build the libraries need the sanitizer runtime loaded
 # first: the programs built here get the build's -fsanitize flags.
 san_flags=$(sed -n 's/^BASE_LDFLAGS = //p' "$build_dir/Makefile")

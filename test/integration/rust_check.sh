@@ -78,7 +78,7 @@ else
 fi
 echo "PASS: cargo test"
 
-# Against an installed mc (a DESTDIR staging of the libraries and mc-te.pc),
+# Against an installed mc (bindings_install.sh),
 # in a target directory of its own: the two-process test. LD_LIBRARY_PATH
 # also for the link: the linker looks for libmc_te's own dependencies there
 # (an mc installed for real is in the linker's default directories).
