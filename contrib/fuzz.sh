@@ -4,19 +4,23 @@
 # each for FUZZ_TIME seconds (default 30) on a copy of its committed seed
 # corpus (test/fuzz/corpus/<target>/). A crash stops the run: the input is
 # kept in build-fuzz/artifacts/ and printed as hex; turn it into a unit test.
-#   contrib/fuzz.sh [--seeds] [target...]
+#   contrib/fuzz.sh [--seeds] [--build] [target...]
 #     --seeds   regenerate the committed seed corpus from real objects first
+#     --build   build the targets and run nothing (CI builds them so while
+#               an earlier stage's tests run)
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$top/build-fuzz}
 time_per_target=${FUZZ_TIME:-30}
 seeds=no
+build_only=no
 targets=()
 for arg in "$@"; do
   case $arg in
     --seeds) seeds=yes ;;
-    -h|--help) sed -n '3,9p' "$0"; exit 0 ;;
+    --build) build_only=yes ;;
+    -h|--help) sed -n '3,10p' "$0"; exit 0 ;;
     *) targets+=("$arg") ;;
   esac
 done
@@ -35,6 +39,7 @@ build_fuzz() {
 }
 echo "fuzz: building in $build (clang, --enable-fuzz; log: $build.log)"
 build_fuzz >"$build.log" 2>&1 || { tail -40 "$build.log"; echo "fuzz: build failed (log: $build.log)"; exit 1; }
+[ "$build_only" = no ] || exit 0
 export MC_MODULE_DIR=$build/modules MC_LOG_LEVEL=fatal
 corpus=$top/test/fuzz/corpus
 if [ "$seeds" = yes ]; then
