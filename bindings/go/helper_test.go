@@ -193,9 +193,29 @@ func (tg *target) stop(t *testing.T) {
 	}
 }
 
+// signal sends sig to the target; after SIGSTOP it returns once the target
+// has stopped (kill only queues the signal: on a loaded machine the target
+// went on serving a request sent right after it).
 func (tg *target) signal(t *testing.T, sig syscall.Signal) {
 	if err := tg.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
+	}
+	if sig != syscall.SIGSTOP {
+		return
+	}
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(tg.cmd.Process.Pid, &ws, syscall.WUNTRACED, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("waiting for the target to stop: %v", err)
+		}
+		if ws.Stopped() {
+			return
+		}
+		t.Fatalf("the target ended instead of stopping: %v", ws)
 	}
 }
 
