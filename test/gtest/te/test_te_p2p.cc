@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -358,14 +359,24 @@ TEST_P(TeP2p, ACallerThatPollsDrivesItsTransfersWhileTheProgressThreadNaps) {
   // Its naps' own wake-ups (3 a millisecond, with the lock's; 4 under a
   // sanitizer, where the caller holds the lock most of the time), and one
   // per twenty transfers. Woken for each transfer, it would pass this
-  // (2.6 a transfer over tcp: about 2600 against 2050 under ASan).
+  // (2.6 a transfer over tcp: about 2600 against 2050 under ASan). That
+  // tells the two apart only where the transfers outnumber the
+  // milliseconds: under TSan, on a loaded machine, 156 took 501 ms, and the
+  // lock's wake-ups, 6 a millisecond there, were all the count said; such a
+  // run checks the data only.
+  EXPECT_GT(n, 0u);
+  if (long(n) < ms) {
+    std::printf("wake-ups not checked: %lu transfers in %ld ms are too few to tell a wake-up per "
+                "transfer from the naps'\n",
+                static_cast<unsigned long>(n), ms);
+    return;
+  }
   const long allowed = 4 * ms + long(n / 20);
   for (size_t i = 0; i < progress.size(); ++i) {
     const long woken = thread_sleeps(progress[i]) - sleeps0[i];
     EXPECT_LT(woken, allowed) << "progress thread " << progress[i] << " was woken " << woken
                               << " times in " << n << " transfers and " << ms << " ms";
   }
-  EXPECT_GT(n, 0u);
 }
 
 // CPU time thread `tid` of this process has used, in seconds (its CPU
