@@ -28,6 +28,8 @@ case ${1:-} in
   --unit) unit_only=yes; shift ;;
   --build-only) build_only=yes; shift ;;
 esac
+shards=${UNIT_SHARDS:-2}
+[[ $shards =~ ^[1-9][0-9]*$ ]] || { echo "UNIT_SHARDS=$shards: not a number of processes"; exit 1; }
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 
@@ -104,8 +106,6 @@ count_gtest() {
 # cores), so they run as gtest shards, that many processes at once, each
 # test in one of them. The first shard's output shows as it runs, the
 # others' after it.
-shards=${UNIT_SHARDS:-2}
-[[ $shards =~ ^[1-9][0-9]*$ ]] || { echo "UNIT_SHARDS=$shards: not a number of processes"; exit 1; }
 echo
 echo "=== unit tests ($unit_program, $shards shards at once) ==="
 unit_start=$SECONDS
@@ -127,14 +127,14 @@ for ((i = 0; i < shards; i++)); do
   wait "${pids[$i]}" || rc=$?
   if [ $i -gt 0 ]; then
     echo
-    echo "=== unit tests, shard $i of $shards ==="
+    echo "=== unit tests, shard $((i + 1)) of $shards ==="
     cat "$results/gtest-$i.log"
   fi
   before=$failed
   if [ -f "$results/gtest-$i.xml" ]; then
     count_gtest "$results/gtest-$i.xml"
   else
-    echo "$unit_program, shard $i, produced no report (exit $rc)"
+    echo "$unit_program, shard $((i + 1)) of $shards, produced no report (exit $rc)"
     failed=$((failed + 1))
   fi
   [ $rc -ne 0 ] && [ $failed -eq $before ] && failed=$((failed + 1))
