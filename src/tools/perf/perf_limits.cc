@@ -176,7 +176,11 @@ Result<double> measure_tcp_fanin_bw(size_t size, unsigned senders, size_t footpr
     MC_RETURN_IF_ERROR(tcp_pair(&fds.tx[i], &fds.rx[i]));
   }
   fds.ep = epoll_create1(EPOLL_CLOEXEC);
-  for (unsigned i = 0; i < senders && fds.ep >= 0; ++i) {
+  if (fds.ep < 0) {
+    MC_LOG(error) << "limits: epoll_create1 failed: " << ucs::errno_string(errno);
+    return Status::IoError;
+  }
+  for (unsigned i = 0; i < senders; ++i) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u32 = i;
@@ -184,10 +188,6 @@ Result<double> measure_tcp_fanin_bw(size_t size, unsigned senders, size_t footpr
       MC_LOG(error) << "limits: epoll_ctl failed: " << ucs::errno_string(errno);
       return Status::IoError;
     }
-  }
-  if (fds.ep < 0) {
-    MC_LOG(error) << "limits: epoll_create1 failed: " << ucs::errno_string(errno);
-    return Status::IoError;
   }
   const size_t slots = std::max<size_t>(1, footprint / size);
   const size_t per_sender = std::max<size_t>(1, slots / senders);

@@ -5,6 +5,7 @@
 // request submission, staging paths, the file transport. Not installed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -94,10 +95,7 @@ class MC_INTERNAL WorkerImpl final : public Worker {
   ThreadMode thread_mode() const { return multi_ ? ThreadMode::Multi : ThreadMode::Single; }
   int event_fd() const { return epfd_; }
   Status arm();
-  bool event_driven() const {
-    std::unique_lock guard = lock();
-    return !polled_;
-  }
+  bool event_driven() const { return !polled_.load(std::memory_order_relaxed); }
   Status wait(ucs::config::Duration timeout = ucs::config::Duration::max());
   void signal();
   void woken();
@@ -284,7 +282,9 @@ class MC_INTERNAL WorkerImpl final : public Worker {
   int epfd_ = -1;                ///< event_fd()
   int wakefd_ = -1;              ///< eventfd of signal(), in epfd_
   std::vector<size_t> armable_;  ///< ifaces_ indices with an event fd
-  bool polled_ = false;          ///< some iface has no event fd
+  /// Some iface has no event fd, or its arm() failed. Only ever set, in
+  /// init_wait() and arm(); read without the lock (event_driven(), wait()).
+  std::atomic<bool> polled_{false};
 };
 
 /// The worker behind `w` (every Worker is one).

@@ -50,7 +50,7 @@ Status WorkerImpl::init_wait() {
     if (fd.ok() && (epoll_ctl(epfd_, EPOLL_CTL_ADD, *fd, &ev) == 0 || errno == EEXIST)) {
       armable_.push_back(k);
     } else {
-      polled_ = true;
+      polled_.store(true, std::memory_order_relaxed);
     }
   }
   return Status::Ok;
@@ -68,7 +68,7 @@ Status WorkerImpl::arm() {
     if (is_error(s)) {
       MC_LOG(warn) << "ucp: cannot arm " << context_->resources()[ifaces_[k].resource].name()
                    << ": " << ucs::status_string(s) << "; it is polled from now on";
-      polled_ = true;
+      polled_.store(true, std::memory_order_relaxed);
     }
   }
   return Status::Ok;
@@ -76,7 +76,7 @@ Status WorkerImpl::arm() {
 
 Status WorkerImpl::wait(ucs::config::Duration timeout) {
   if (arm() == Status::Busy) return Status::Ok;
-  bool bounded = polled_;
+  bool bounded = polled_.load(std::memory_order_relaxed);
   bool reconnecting = false;
   {
     std::unique_lock guard = lock();
