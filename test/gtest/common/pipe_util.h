@@ -3,6 +3,7 @@
 // forks, and length-prefixed blobs (addresses, packed keys) over them.
 #pragma once
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,6 +36,12 @@ inline bool read_all(int fd, void* data, size_t n) {
     n -= static_cast<size_t>(r);
   }
   return true;
+}
+
+/// True when a read of `fd` would not block (data, end of file or an error).
+inline bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
 }
 
 /// A 64-bit length, then the bytes.

@@ -21,7 +21,7 @@
 #include "common/services.h"
 #include "ucp/metadata/store.h"
 
-namespace mc::metadata {
+namespace mc::metadata::etcd_redis_test {
 namespace {
 
 using test::Service;
@@ -323,4 +323,4 @@ TEST(MetadataRedis, DatabaseIndexFromUrlOrKnob) {
 }
 
 }  // namespace
-}  // namespace mc::metadata
+}  // namespace mc::metadata::etcd_redis_test

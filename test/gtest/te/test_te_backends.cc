@@ -17,7 +17,7 @@
 #include "ucp/metadata/store.h"
 #include "uct/base/component_loader.h"
 
-namespace mc::te::test {
+namespace mc::te::test::te_backends {
 namespace {
 
 using mc::test::Service;
@@ -196,4 +196,4 @@ TEST(TeEtcdLease, CrashedTargetsSegmentExpires) {
 }
 
 }  // namespace
-}  // namespace mc::te::test
+}  // namespace mc::te::test::te_backends

@@ -13,7 +13,7 @@
 #include "ucs/log/log.h"
 #include "uct/base/component_loader.h"
 
-namespace mc::te::test {
+namespace mc::te::test::te_failures {
 namespace {
 
 constexpr size_t kSize = 1 << 20;
@@ -276,4 +276,4 @@ INSTANTIATE_TEST_SUITE_P(Store, TeEndpointCapacity, testing::Values("SIEVE", "FI
                          [](const auto& info) { return info.param; });
 
 }  // namespace
-}  // namespace mc::te::test
+}  // namespace mc::te::test::te_failures

@@ -8,7 +8,7 @@
 #include "te/te_test_util.h"
 #include "ucs/status/status.h"
 
-namespace mc::te::test {
+namespace mc::te::test::te_load {
 namespace {
 
 constexpr size_t kSize = 1 << 20;
@@ -95,4 +95,4 @@ TEST(TeTaskError, InvalidTasksSayWhy) {
 }
 
 }  // namespace
-}  // namespace mc::te::test
+}  // namespace mc::te::test::te_load

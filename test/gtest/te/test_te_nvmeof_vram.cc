@@ -17,7 +17,7 @@
 #include "te/nvmeof_vram_fixture.h"
 #include "uct/api/md.h"
 
-namespace mc::te::test {
+namespace mc::te::test::te_nvmeof_vram {
 namespace {
 
 namespace nt = mc::uct::nvmeof::test;
@@ -153,4 +153,4 @@ TEST_F(TeNvmeofVram, NoMemoryTypeTransportIsInvalid) {
 }
 
 }  // namespace
-}  // namespace mc::te::test
+}  // namespace mc::te::test::te_nvmeof_vram

@@ -19,7 +19,7 @@
 #include "ucp/metadata/store.h"
 #include "uct/base/component_loader.h"
 
-namespace mc::te::test {
+namespace mc::te::test::te_owner {
 namespace {
 
 using mc::test::Service;
@@ -163,4 +163,4 @@ INSTANTIATE_TEST_SUITE_P(All, TeOwner,
                          [](const auto& info) { return mc::test::service_name(info.param); });
 
 }  // namespace
-}  // namespace mc::te::test
+}  // namespace mc::te::test::te_owner

@@ -15,7 +15,7 @@
 #include "ucs/log/log.h"
 #include "uct/base/component_loader.h"
 
-namespace mc::te::test {
+namespace mc::te::test::te_paths {
 namespace {
 
 constexpr size_t kSize = size_t{4} << 20;
@@ -156,4 +156,4 @@ TEST_F(TePaths, DestDeviceAffinityRanksSameNamePathsEven) {
 }
 
 }  // namespace
-}  // namespace mc::te::test
+}  // namespace mc::te::test::te_paths

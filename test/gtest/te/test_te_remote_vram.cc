@@ -17,7 +17,7 @@
 #include "uct/api/md.h"
 #include "uct/base/component_loader.h"
 
-namespace mc::te::test {
+namespace mc::te::test::te_remote_vram {
 namespace {
 
 using ucp::test::fake_gpu_component;
@@ -125,4 +125,4 @@ TEST_P(TeRemoteVram, NotifiedWriteIsInTheTargetMemoryOnArrival) {
 INSTANTIATE_TEST_SUITE_P(Tl, TeRemoteVram, testing::Values("tcp", "sm"));
 
 }  // namespace
-}  // namespace mc::te::test
+}  // namespace mc::te::test::te_remote_vram

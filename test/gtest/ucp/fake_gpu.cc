@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 
+#include "ucp/api/context.h"
 #include "uct/api/ep.h"
 #include "uct/api/iface.h"
 #include "uct/api/md.h"
@@ -312,6 +313,16 @@ std::unique_ptr<FakeVram> FakeVram::alloc(size_t length) {
   if (!mem.ok()) return nullptr;
   v->mem_ = std::move(*mem);
   return v;
+}
+
+std::unique_ptr<uct::MemHandle> fake_vram(Context& ctx, size_t n) {
+  for (const MdEntry& md : ctx.mds()) {
+    if (md.name != "fake_gpu") continue;
+    ucs::Result<std::unique_ptr<uct::MemHandle>> h =
+        md.md->mem_alloc(n, uct::MemType::Cuda, uct::kAccessAll);
+    return h.ok() ? std::move(*h) : nullptr;
+  }
+  return nullptr;
 }
 
 uct::Component* fake_gpu_component() {

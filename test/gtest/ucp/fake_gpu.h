@@ -16,6 +16,10 @@
 #include "uct/api/component.h"
 #include "uct/api/md.h"
 
+namespace mc::ucp {
+class Context;
+}
+
 namespace mc::ucp::test {
 
 /// Transport name of the fake copy iface (MC_TLS must allow it).
@@ -42,6 +46,10 @@ FakeGpuState& fake_gpu_state();
 /// The component ("fake_gpu", md "fake_gpu"), one per process. Its md's
 /// mem_alloc(n, MemType::Cuda, ...) gives the "device memory".
 uct::Component* fake_gpu_component();
+
+/// `n` bytes of "device memory" from the fake md of `ctx` (a context made
+/// with fake_gpu_component()); null when it has none or the allocation fails.
+std::unique_ptr<uct::MemHandle> fake_vram(Context& ctx, size_t n);
 
 /// "Device memory" of a fake md of the test's own: a context's or an
 /// engine's fake md registers it as cuda memory.

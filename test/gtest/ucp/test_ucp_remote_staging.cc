@@ -7,7 +7,6 @@
 // peer killed mid-operation; the codecs and the packed rkey's memory type.
 // The GPU is the fake of fake_gpu.h.
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,7 +26,7 @@
 #include "ucp/ucp_test_util.h"
 #include "uct/base/component_loader.h"
 
-namespace mc::ucp::test {
+namespace mc::ucp::test::remote_staging {
 namespace {
 
 using ucs::Result;
@@ -43,16 +42,6 @@ std::map<std::string, std::string> env_of(const std::string& tl, const std::stri
           {"MC_LANE_RECONNECT_INTERVAL", "off"},
           {"MC_RNDV_FRAG_SIZE", "host:512k,cuda:64k"},
           {"MC_STAGING_DEPTH", "3"}};
-}
-
-std::unique_ptr<uct::MemHandle> fake_vram(Context& ctx, size_t n) {
-  for (const MdEntry& md : ctx.mds()) {
-    if (md.name != "fake_gpu") continue;
-    Result<std::unique_ptr<uct::MemHandle>> h =
-        md.md->mem_alloc(n, uct::MemType::Cuda, uct::kAccessAll);
-    return h.ok() ? std::move(*h) : nullptr;
-  }
-  return nullptr;
 }
 
 // One context with the fake GPU, two workers: the second's fake GPU memory,
@@ -375,11 +364,6 @@ TEST(UcpRemoteStagingWire, PackedRkeyCarriesTheMemoryType) {
 
 // Across two processes: a forked child registers its fake GPU memory and
 // serves it; the parent reaches it from host memory.
-bool readable(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  return poll(&p, 1, 0) > 0;
-}
-
 int child_main(const std::string& tl, int cmd_fd, int reply_fd) {
   ucs::config::Sources sources;
   std::unique_ptr<Context> ctx = make_context(env_of(tl, "20s"), &sources, {fake_gpu_component()});
@@ -400,7 +384,7 @@ int child_main(const std::string& tl, int cmd_fd, int reply_fd) {
   auto* p = static_cast<uint8_t*>(vram->address());
   for (;;) {
     (*w)->progress();
-    if (!readable(cmd_fd)) continue;
+    if (!mc::test::readable(cmd_fd)) continue;
     uint64_t c[3];  // op ('C' check, 'F' fill, 'S' stop serving, 'Q' quit), length, seed
     if (!mc::test::read_all(cmd_fd, c, sizeof(c))) return 7;
     if (c[0] == 'Q') return 0;
@@ -476,7 +460,7 @@ class UcpRemoteStagingTwoProc : public testing::TestWithParam<std::string> {
   bool ask(char op, uint64_t len, uint64_t seed) {
     const uint64_t c[3] = {static_cast<uint64_t>(op), len, seed};
     if (!mc::test::write_all(cmd_fd_, c, sizeof(c))) return false;
-    if (!spin_until([&] { return readable(reply_fd_); }, [&] { worker_->progress(); },
+    if (!spin_until([&] { return mc::test::readable(reply_fd_); }, [&] { worker_->progress(); },
                     std::chrono::seconds(10))) {
       return false;
     }
@@ -543,4 +527,4 @@ TEST_P(UcpRemoteStagingTwoProc, PeerKilledMidOperationFailsTheRequest) {
 INSTANTIATE_TEST_SUITE_P(Tl, UcpRemoteStagingTwoProc, testing::Values("tcp", "sm"));
 
 }  // namespace
-}  // namespace mc::ucp::test
+}  // namespace mc::ucp::test::remote_staging

@@ -5,7 +5,7 @@
 
 #include "ucp/proto/rma_proto.h"
 
-namespace mc::ucp::test {
+namespace mc::ucp::test::rma_proto {
 namespace {
 
 using namespace proto;
@@ -83,4 +83,4 @@ TEST(UcpRmaProto, EntriesCoverOneSliceOnTheFirstLaneOverEveryStandByRail) {
 }
 
 }  // namespace
-}  // namespace mc::ucp::test
+}  // namespace mc::ucp::test::rma_proto

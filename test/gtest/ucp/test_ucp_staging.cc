@@ -7,7 +7,6 @@
 // fake_gpu.h (this machine has none); test/gpu/run.sh runs the CudaStaging
 // cases below on real cuda_copy memory.
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,17 +39,6 @@ std::vector<size_t> staged_sizes() {
 std::unique_ptr<Context> fake_context(const std::map<std::string, std::string>& env,
                                       ucs::config::Sources* sources) {
   return make_context(env, sources, {fake_gpu_component()});
-}
-
-// "Device memory" from the fake md of `ctx`.
-std::unique_ptr<uct::MemHandle> fake_vram(Context& ctx, size_t n) {
-  for (const MdEntry& md : ctx.mds()) {
-    if (md.name != "fake_gpu") continue;
-    Result<std::unique_ptr<uct::MemHandle>> h =
-        md.md->mem_alloc(n, uct::MemType::Cuda, uct::kAccessAll);
-    return h.ok() ? std::move(*h) : nullptr;
-  }
-  return nullptr;
 }
 
 std::map<std::string, std::string> staging_env(const std::string& tls) {
@@ -297,11 +285,6 @@ TEST(UcpStagingConfig, FragSizeKnob) {
 
 // Across two processes: a forked child serves a host buffer (no GPU, no
 // fake); the parent stages its fake device memory to it and back.
-bool readable(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  return poll(&p, 1, 0) > 0;
-}
-
 int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int reply_fd) {
   TargetSide t;
   if (const int rc = t.open(env, kRemote); rc != 0) return rc;
@@ -309,7 +292,7 @@ int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int re
   std::vector<uint8_t>& buffer = t.buffer;
   for (;;) {
     t.worker->progress();
-    if (!readable(cmd_fd)) continue;
+    if (!mc::test::readable(cmd_fd)) continue;
     uint64_t c[3];  // op ('C' check, 'F' fill, 'Q' quit), length, seed
     if (!mc::test::read_all(cmd_fd, c, sizeof(c))) return 7;
     if (c[0] == 'Q') return 0;
@@ -381,7 +364,7 @@ class UcpStagingTwoProc : public testing::TestWithParam<std::string> {
   bool ask(char op, uint64_t len, uint64_t seed) {
     const uint64_t c[3] = {static_cast<uint64_t>(op), len, seed};
     if (!mc::test::write_all(cmd_fd_, c, sizeof(c))) return false;
-    while (!readable(reply_fd_)) worker_->progress();
+    while (!mc::test::readable(reply_fd_)) worker_->progress();
     char ok = 0;
     return mc::test::read_all(reply_fd_, &ok, 1) && ok == 'Y';
   }

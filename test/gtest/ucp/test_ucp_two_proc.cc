@@ -5,7 +5,6 @@
 // child gives an error or Timeout, never a hang. Addresses, rkeys and the
 // child's verdicts travel over pipes.
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,11 +29,6 @@ using ucs::Status;
 constexpr size_t kMax = size_t{8} << 20;
 constexpr uint16_t kAmId = 7;
 
-bool readable(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  return poll(&p, 1, 0) > 0;
-}
-
 // Commands of the parent: 'C' len seed (is the buffer's head that pattern?),
 // 'A' (how many good and bad active messages so far?), 'Q' (quit).
 struct Command {
@@ -58,7 +52,7 @@ int child_main(const std::map<std::string, std::string>& env, int cmd_fd, int re
   if (const int rc = t.publish(reply_fd); rc != 0) return rc;
   for (;;) {
     worker->progress();
-    if (!readable(cmd_fd)) continue;
+    if (!mc::test::readable(cmd_fd)) continue;
     Command c;
     if (!mc::test::read_all(cmd_fd, &c, sizeof(c))) return 7;  // the parent went
     if (c.op == 'Q') break;
@@ -157,7 +151,7 @@ class UcpTwoProc : public testing::TestWithParam<std::string> {
   // (a rendezvous or a get may need this side's progress meanwhile).
   bool ask(const Command& c, void* reply, size_t n) {
     if (!mc::test::write_all(cmd_fd_, &c, sizeof(c))) return false;
-    while (!readable(reply_fd_)) worker_->progress();
+    while (!mc::test::readable(reply_fd_)) worker_->progress();
     return mc::test::read_all(reply_fd_, reply, n);
   }
 

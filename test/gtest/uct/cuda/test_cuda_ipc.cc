@@ -29,7 +29,7 @@
 #include "uct/cuda/cuda_ipc/cuda_ipc_md.h"
 #include "uct/ib/fake_gpu.h"
 
-namespace mc::uct::cuda {
+namespace mc::uct::cuda::ipc_test {
 namespace {
 
 using test::FakeCuda;
@@ -525,4 +525,4 @@ TEST(CudaIpcFabricForced, WithoutFabricHandlesAForcedRegistrationFailsNamingWhy)
 }
 
 }  // namespace
-}  // namespace mc::uct::cuda
+}  // namespace mc::uct::cuda::ipc_test

@@ -20,7 +20,7 @@
 #include "uct/base/component_loader.h"
 #include "uct/base/rkey_codec.h"
 
-namespace mc::uct::nvmeof::test {
+namespace mc::uct::nvmeof::test::nvmeof_module {
 namespace {
 
 constexpr size_t kFileSize = 1 << 20;
@@ -278,4 +278,4 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
-}  // namespace mc::uct::nvmeof::test
+}  // namespace mc::uct::nvmeof::test::nvmeof_module

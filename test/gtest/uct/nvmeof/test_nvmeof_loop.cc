@@ -14,7 +14,7 @@
 #include "uct/api/iface.h"
 #include "uct/base/component_loader.h"
 
-namespace mc::uct::nvmeof::test {
+namespace mc::uct::nvmeof::test::nvmeof_loop {
 namespace {
 
 constexpr size_t kDevSize = 4 << 20;
@@ -152,4 +152,4 @@ TEST_F(NvmeofLoopTest, ReadOnlyDeviceRefusesWriteRegistration) {
 }
 
 }  // namespace
-}  // namespace mc::uct::nvmeof::test
+}  // namespace mc::uct::nvmeof::test::nvmeof_loop

@@ -1520,9 +1520,9 @@ TEST_F(TcpTest, NoFdOrThreadIsLeftBehind) {
     ep.reset();
   };
   cycle();
-  const test::ProcCounts before = test::quiet_proc_counts();
+  const mc::test::ProcCounts before = mc::test::quiet_proc_counts();
   for (int i = 0; i < 3; ++i) cycle();
-  const test::ProcCounts after = test::settled_proc_counts(before);
+  const mc::test::ProcCounts after = mc::test::settled_proc_counts(before);
   EXPECT_EQ(after.fds, before.fds);
   EXPECT_EQ(after.threads, before.threads);
 }
