@@ -23,6 +23,12 @@
 # CI's stage 5 runs the check build. Needs the packages of
 # contrib/install-deps.sh --deb.
 #   [JOBS=N] contrib/deb-check.sh [--release] [--keep] [--dir DIR]
+#                                 [--build-only | --reuse]
+# --build-only builds the packages into DIR and stops there (DIR is kept,
+# the build's exit status in DIR/build.rc); --reuse then checks the packages
+# that run left in DIR instead of building them again (CI builds them in the
+# background, .ci/run). A --reuse of a DIR whose build failed, or that holds
+# none, fails, naming why.
 # Prints how long each step of the package build took (dh's commands).
 # Exit status: 0 when everything passed, 1 otherwise; lintian's errors fail
 # it, its warnings are printed.
@@ -32,15 +38,23 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 keep=no
 release=no
 work=
+mode=all
+usage="usage: $0 [--release] [--keep] [--dir DIR] [--build-only | --reuse]"
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=yes ;;
     --keep) keep=yes ;;
-    --dir) work=$2; shift ;;
-    *) echo "usage: $0 [--release] [--keep] [--dir DIR]" >&2; exit 2 ;;
+    --dir) [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }; work=$2; shift ;;
+    --build-only) mode=build ;;
+    --reuse) mode=reuse ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
   shift
 done
+if [ "$mode" != all ]; then
+  [ -n "$work" ] || { echo "deb-check: --build-only and --reuse need --dir DIR" >&2; exit 2; }
+  keep=yes
+fi
 python=/usr/bin/python3   # Debian's, which python3-mc is built for
 for prog in dpkg-buildpackage dh dh_python3 lintian dpkg-architecture pkg-config g++ $python; do
   command -v "$prog" > /dev/null ||
@@ -59,12 +73,33 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok:   $*"; }
 
 # 1. The packages, built from a copy of the tree without its build trees.
-src=$work/mc
-rm -rf "$src" && mkdir -p "$src"
-tar -C "$top" --exclude='./build*' --exclude=./.git --exclude=./autom4te.cache \
-  --exclude=./debian/.debhelper --exclude=./debian/tmp --exclude=./debian/build \
-  --exclude=./debian/libmc0 --exclude=./debian/libmc-dev --exclude=./debian/mc-utils \
-  --exclude=./debian/python3-mc -cf - . | tar -C "$src" -xf -
+build_packages() {
+  src=$work/mc
+  rm -rf "$src" "$work"/*.deb "$work"/*.changes "$work"/*.buildinfo "$work/build.rc" && mkdir -p "$src"
+  tar -C "$top" --exclude='./build*' --exclude=./.git --exclude=./autom4te.cache \
+    --exclude=./debian/.debhelper --exclude=./debian/tmp --exclude=./debian/build \
+    --exclude=./debian/libmc0 --exclude=./debian/libmc-dev --exclude=./debian/mc-utils \
+    --exclude=./debian/python3-mc -cf - . | tar -C "$src" -xf -
+  echo "deb-check: $kind, DEB_BUILD_OPTIONS=\"$DEB_BUILD_OPTIONS\""
+  echo "deb-check: dpkg-buildpackage -b -uc -us in $src (log: $work/build.log)"
+  # Each line of the log starts with the seconds since the build started.
+  (cd "$src" && dpkg-buildpackage -b -uc -us) 2>&1 |
+    while IFS= read -r line; do printf '%5d %s\n' $((SECONDS - start)) "$line"; done > "$work/build.log"
+  local rc=${PIPESTATUS[0]}
+  echo "$rc" > "$work/build.rc"
+  return "$rc"
+}
+# The steps of the build: dh's commands and the overrides of debian/rules,
+# each from the line that starts it to the next; those of a second or more.
+build_steps() {
+  awk '$2 ~ /^(dh_|dpkg-gen|debian\/rules$)/ && !/^ *[0-9]+ +dh_[a-z0-9_]+: / {
+         if (name != "") t[++n] = sprintf("%s %d", name, $1 - at)
+         name = ($2 == "debian/rules") ? $3 : $2; at = $1 }
+       { last = $1 }
+       END { if (name != "") t[++n] = sprintf("%s %d", name, last - at)
+             for (i = 1; i <= n; i++) { split(t[i], f, " "); if (f[2] >= 1) printf "  %-32s %5d s\n", f[1], f[2] } }' \
+    "$work/build.log"
+}
 jobs=${JOBS:-$(nproc)}
 if [ "$release" = yes ]; then
   kind="release build"
@@ -75,28 +110,26 @@ else
   export DEB_CFLAGS_APPEND=-g0 DEB_CXXFLAGS_APPEND=-g0
 fi
 start=$SECONDS
-echo "deb-check: $kind, DEB_BUILD_OPTIONS=\"$DEB_BUILD_OPTIONS\""
-echo "deb-check: dpkg-buildpackage -b -uc -us in $src (log: $work/build.log)"
-# Each line of the log starts with the seconds since the build started.
-(cd "$src" && dpkg-buildpackage -b -uc -us) 2>&1 |
-  while IFS= read -r line; do printf '%5d %s\n' $((SECONDS - start)) "$line"; done > "$work/build.log"
-rc=${PIPESTATUS[0]}
-# The steps: dh's commands and the overrides of debian/rules, each from the
-# line that starts it to the next; those of a second or more.
-awk '$2 ~ /^(dh_|dpkg-gen|debian\/rules$)/ && !/^ *[0-9]+ +dh_[a-z0-9_]+: / {
-       if (name != "") t[++n] = sprintf("%s %d", name, $1 - at)
-       name = ($2 == "debian/rules") ? $3 : $2; at = $1 }
-     { last = $1 }
-     END { if (name != "") t[++n] = sprintf("%s %d", name, last - at)
-           for (i = 1; i <= n; i++) { split(t[i], f, " "); if (f[2] >= 1) printf "  %-32s %5d s\n", f[1], f[2] } }' \
-  "$work/build.log"
+if [ "$mode" = reuse ]; then
+  [ -e "$work/build.rc" ] ||
+    { echo "deb-check: --reuse: $work holds no build of --build-only (no build.rc)"; exit 1; }
+  rc=$(cat "$work/build.rc")
+  echo "deb-check: the packages that contrib/deb-check.sh --build-only built in $work (log: $work/build.log; exit status $rc)"
+  total=$(awk 'END { print $1 + 0 }' "$work/build.log")
+else
+  build_packages
+  rc=$?
+  total=$((SECONDS - start))
+fi
+build_steps
 if [ "$rc" -eq 0 ]; then
-  pass "dpkg-buildpackage -b -uc -us ($kind, $((SECONDS - start)) s)"
+  pass "dpkg-buildpackage -b -uc -us ($kind, $total s)"
 else
   tail -40 "$work/build.log"
-  fail "dpkg-buildpackage -b -uc -us ($((SECONDS - start)) s)"
+  fail "dpkg-buildpackage -b -uc -us ($total s)"
   exit 1
 fi
+[ "$mode" != build ] || exit 0
 changes=$(ls "$work"/*.changes)
 debs=$(ls "$work"/*.deb)
 for deb in $debs; do
