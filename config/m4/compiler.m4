@@ -54,6 +54,28 @@ AC_DEFUN([MC_COMPILER_FLAGS], [
     [], [enable_werror=no])
   AS_IF([test "$enable_werror" = yes], [BASE_CXXFLAGS="$BASE_CXXFLAGS -Werror"])
 
+  # The precompiled header (src/pch), --enable-pch: GCC only (clang reads
+  # precompiled headers of its own format, and not from a directory of
+  # variants). Not the default: GCC 12 loses, for the headers it reads from
+  # a precompiled header, that they are system headers when it warns after
+  # inlining at -O2 (-Warray-bounds in std::string's operator+, which
+  # -Werror makes an error), so the build that checks warnings compiles
+  # without it. CI's sanitizer trees and the Debian packages use it.
+  AC_ARG_ENABLE([pch],
+    [AS_HELP_STRING([--enable-pch],
+      [precompile the standard and glog headers once per build tree (src/pch; GCC; default: no)])],
+    [], [enable_pch=no])
+  AS_IF([test "$enable_pch" = yes],
+    [AS_CASE([`$CXX --version 2>/dev/null | head -n1`],
+       [*clang*], [AC_MSG_ERROR([--enable-pch needs GCC: $CXX is clang])])])
+  AM_CONDITIONAL([MC_PCH], [test "$enable_pch" = yes])
+  # The flags the header is precompiled with: those of every compile, less
+  # what uses it (the header includes glog's, hence its include path).
+  PCH_BUILD_CXXFLAGS="$BASE_CXXFLAGS"
+  AC_SUBST([PCH_BUILD_CXXFLAGS])
+  AS_IF([test "$enable_pch" = yes],
+    [BASE_CXXFLAGS="$BASE_CXXFLAGS -I\$(top_builddir)/src/pch -I\$(top_srcdir)/src/pch \$(GLOG_CPPFLAGS) -include mc_pch.h"])
+
   AC_SUBST([BASE_CXXFLAGS])
   AC_SUBST([BASE_LDFLAGS])
   AC_DEFINE_UNQUOTED([MC_BUILD_KIND], ["$mc_build_kind"], [release, debug, and sanitizers])
