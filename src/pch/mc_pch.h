@@ -2,7 +2,7 @@
 // The precompiled header (src/pch/Makefile.am): the standard headers and
 // glog's that most of mc's files include, parsed once per build tree
 // instead of once per file. Every C++ file of the build is compiled with
-// -include mc_pch.h (configure --enable-pch, the default with GCC), so a
+// -include mc_pch.h (configure --enable-pch; GCC, not the default), so a
 // file still includes what it uses itself: this list only saves time.
 #ifndef MC_PCH_H  // a guard, not #pragma once, which GCC refuses in the header it precompiles
 #define MC_PCH_H
