@@ -18,6 +18,12 @@
 
 namespace mc::te::test {
 
+/// An engine's environment over transport `tls` on loopback (lo) with a 30 s
+/// transfer deadline: what most tests give their engines.
+inline std::map<std::string, std::string> loopback_env(const std::string& tls) {
+  return {{"MC_TLS", tls}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
+}
+
 /// The byte the example's target writes at offset i with `seed`.
 inline uint8_t pattern(unsigned seed, size_t i) {
   return static_cast<uint8_t>((seed * 131u + i * 7u + (i >> 8)) & 0xffu);

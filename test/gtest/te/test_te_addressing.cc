@@ -21,9 +21,6 @@ namespace {
 constexpr size_t kSize = 1 << 20;
 constexpr unsigned kSeed = 11;
 
-const std::map<std::string, std::string> kTcp = {
-    {"MC_TLS", "tcp"}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
-
 // True when this machine can listen on ::1.
 bool have_ipv6_loopback() {
   const int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -83,9 +80,9 @@ TEST(TeAddressing, SplitAndJoinHostPort) {
 TEST(TeAddressing, Ipv6SegmentBetweenTwoProcesses) {
   if (!have_ipv6_loopback()) GTEST_SKIP() << "no IPv6 loopback here";
   TargetProcess target;
-  ASSERT_TRUE(target.start("P2PHANDSHAKE", "::1", kSize, kSeed, kTcp));
+  ASSERT_TRUE(target.start("P2PHANDSHAKE", "::1", kSize, kSeed, loopback_env("tcp")));
   EXPECT_EQ(target.segment().rfind("[::1]:", 0), 0u) << target.segment();
-  ScopedEnv env(kTcp);
+  ScopedEnv env(loopback_env("tcp"));
   TransferEngine engine;
   ASSERT_EQ(engine.init("P2PHANDSHAKE", "::1"), 0);
   EXPECT_EQ(engine.getLocalIpAndPort().rfind("[::1]:", 0), 0u) << engine.getLocalIpAndPort();
@@ -102,10 +99,10 @@ TEST(TeAddressing, Ipv6SegmentBetweenTwoProcesses) {
 // address; this engine opens it by that host name and by the address.
 TEST(TeAddressing, HostNameSegmentBetweenTwoProcesses) {
   TargetProcess target;
-  ASSERT_TRUE(target.start("P2PHANDSHAKE", "localhost", kSize, kSeed, kTcp));
+  ASSERT_TRUE(target.start("P2PHANDSHAKE", "localhost", kSize, kSeed, loopback_env("tcp")));
   const auto hp = split_host_port(target.segment());
   ASSERT_TRUE(hp.ok()) << target.segment();
-  auto engine = make_p2p_engine(kTcp);
+  auto engine = make_p2p_engine(loopback_env("tcp"));
   read_write_back(*engine, "localhost:" + std::to_string(hp->second), target, kSeed, 77);
   read_write_back(*engine, target.segment(), target, 77, 78);
   EXPECT_LT(engine->openSegment("localhost:1"), 0) << "nothing listens there";
@@ -115,7 +112,7 @@ TEST(TeAddressing, HostNameSegmentBetweenTwoProcesses) {
 // host name: the address published is the one peers reach, and a second
 // engine reaches it there.
 TEST(TeAddressing, FourArgumentInitTakesIpv6AndHostNames) {
-  ScopedEnv env(kTcp);
+  ScopedEnv env(loopback_env("tcp"));
   TransferEngine by_name;
   ASSERT_EQ(by_name.init("P2PHANDSHAKE", "node-a", "localhost", 0), 0);
   EXPECT_EQ(by_name.getLocalIpAndPort().rfind("127.0.0.1:", 0), 0u) << by_name.getLocalIpAndPort();

@@ -141,8 +141,7 @@ TEST_P(TeStoppedTarget, DeadlinePassesTaskTimesOutThenTheEngineRecovers) {
 // endpoints of the parameter's type (SIEVE, FIFO).
 class TeEndpointCapacity : public testing::TestWithParam<std::string> {
  protected:
-  const std::map<std::string, std::string> env_ = {
-      {"MC_TLS", "tcp"}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
+  const std::map<std::string, std::string> env_ = loopback_env("tcp");
 
   /// The engine, or null after a failed expectation.
   std::unique_ptr<TransferEngine> capped_engine(const char* capacity) {

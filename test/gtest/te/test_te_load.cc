@@ -14,14 +14,11 @@ namespace {
 constexpr size_t kSize = 1 << 20;
 constexpr unsigned kSeed = 11;
 
-const std::map<std::string, std::string> kTcp = {
-    {"MC_TLS", "tcp"}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
-
 // warmupSegment opens the endpoint before any transfer; getNicLoadStats
 // counts the bytes that then cross.
 TEST(TeLoad, WarmupConnectsAndTheDeviceLoadCountsTheBytes) {
-  auto target = make_p2p_engine(kTcp);
-  auto engine = make_p2p_engine(kTcp);
+  auto target = make_p2p_engine(loopback_env("tcp"));
+  auto engine = make_p2p_engine(loopback_env("tcp"));
   std::vector<uint8_t> remote(kSize, 0), local(kSize, 0);
   for (size_t i = 0; i < kSize; ++i) local[i] = pattern(kSeed, i);
   ASSERT_EQ(target->registerLocalMemory(remote.data(), kSize, "cpu:0"), 0);
@@ -72,8 +69,8 @@ TEST(TeLoad, WarmupConnectsAndTheDeviceLoadCountsTheBytes) {
 
 // TransferStatus::error says why a task did not complete.
 TEST(TeTaskError, InvalidTasksSayWhy) {
-  auto target = make_p2p_engine(kTcp);
-  auto engine = make_p2p_engine(kTcp);
+  auto target = make_p2p_engine(loopback_env("tcp"));
+  auto engine = make_p2p_engine(loopback_env("tcp"));
   std::vector<uint8_t> remote(4096, 0), local(4096, 1);
   ASSERT_EQ(target->registerLocalMemory(remote.data(), remote.size(), "cpu:0"), 0);
   const SegmentHandle seg = engine->openSegment(target->getLocalIpAndPort());

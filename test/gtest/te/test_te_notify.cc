@@ -117,7 +117,7 @@ class TeNotify : public testing::TestWithParam<std::string> {
     if (uct::find_component(GetParam()) == nullptr) {
       GTEST_SKIP() << GetParam() << " transport is not available";
     }
-    env_ = {{"MC_TLS", GetParam()}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
+    env_ = loopback_env(GetParam());
     if (GetParam().starts_with("rc_")) {
       uct::test::use_soft_verbs_unless_told();
       env_.erase("MC_NET_DEVICES");  // the RDMA devices, not lo

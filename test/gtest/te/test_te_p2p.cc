@@ -30,7 +30,7 @@ class TeP2p : public testing::TestWithParam<std::string> {
     if (uct::find_component(GetParam()) == nullptr) {
       GTEST_SKIP() << GetParam() << " transport is not available";
     }
-    env_ = {{"MC_TLS", GetParam()}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
+    env_ = loopback_env(GetParam());
   }
 
   // The engine of this process, after the environment is set.
