@@ -395,9 +395,14 @@ double thread_cpu_s(pid_t tid) {
 TEST_P(TeP2p, BothAsyncModesMoveDataAndSleepWhenIdle) {
   for (const char* mode : {"progress", "thread"}) {
     SCOPED_TRACE(mode);
+    // The buffers outlive the engines that registered them. The target's
+    // event thread reads dst in sendmsg to serve the READ; TSan records
+    // those reads after the socket's release, so the READ's completion does
+    // not order them before dst's free (it reported the free as a race in
+    // CI). Destroying the target first joins that thread.
+    std::vector<uint8_t> dst(1 << 20, 0), src(1 << 20), back(1 << 20, 0);
     auto target = make_engine({{"MC_TE_ASYNC_MODE", mode}});
     auto engine = make_engine({{"MC_TE_ASYNC_MODE", mode}});
-    std::vector<uint8_t> dst(1 << 20, 0), src(1 << 20), back(1 << 20, 0);
     for (size_t i = 0; i < src.size(); ++i) src[i] = pattern(7, i);
     ASSERT_EQ(target->registerLocalMemory(dst.data(), dst.size(), "cpu:0"), 0);
     ASSERT_EQ(engine->registerLocalMemory(src.data(), src.size(), "cpu:0"), 0);
