@@ -198,8 +198,9 @@ void print_limits(const Limits& l, bool csv) {
   line("kernel TCP 127.0.0.1, one stream, " + size + "-byte writes",
        printf_string("%.2f MB/s", l.tcp_bw / kMB));
   if (l.senders > 0) {
-    line("kernel TCP 127.0.0.1, " + std::to_string(l.senders) + " streams into one thread, " + size +
-             "-byte writes",
+    const std::string streams =
+        std::to_string(l.senders) + (l.senders == 1 ? " stream" : " streams");
+    line("kernel TCP 127.0.0.1, " + streams + " into one thread, " + size + "-byte writes",
          printf_string("%.2f MB/s", l.tcp_fanin_bw / kMB));
   }
   line("kernel TCP 127.0.0.1 ping-pong, 8 B, busy-polling",
