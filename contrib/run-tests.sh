@@ -102,12 +102,14 @@ count_gtest() {
 }
 
 # The CPU time, in clock ticks, of the processes this shell has waited for:
-# cutime + cstime of /proc/$$/stat ($$ is this shell also in a subshell,
-# whose own children would not count).
+# cutime + cstime, fields 16 and 17 of /proc/$$/stat ($$ is this shell also
+# in a subshell, whose own children would not count), counted after the
+# command name in parentheses, field 2, which may hold spaces.
 children_ticks() {
-  local f
-  read -r -a f < /proc/$$/stat
-  echo $((f[15] + f[16]))
+  local stat f
+  stat=$(< /proc/$$/stat)
+  read -r -a f <<< "${stat##*) }"
+  echo $((f[13] + f[14]))
 }
 clock_tck=$(getconf CLK_TCK)
 
