@@ -43,12 +43,9 @@ AC_DEFUN([MC_COMPILER_FLAGS], [
   AS_IF([test "$enable_tsan" = yes], [mc_sanitizers="$mc_sanitizers,thread"])
   AS_IF([test "$enable_fuzz" = yes], [mc_sanitizers="$mc_sanitizers,fuzzer-no-link"])
   mc_sanitizers="${mc_sanitizers#,}"
-  # --with-ubsan-skip=null,alignment: UBSan checks left out of an
-  # --enable-ubsan build. CI's ASan tree leaves out those two: every member
-  # access gets their check and a record of it (source location, type)
-  # that the loader relocates in each process; without them libmc_ucp.so
-  # has a sixth of its relocations, and a file of it takes a quarter less
-  # compile time.
+  # --with-ubsan-skip=CHECKS: UBSan checks left out of an --enable-ubsan
+  # build (CI's ASan tree leaves out null,alignment: why and what it saves
+  # in docs/testing.md, stage 2).
   AC_ARG_WITH([ubsan-skip],
     [AS_HELP_STRING([--with-ubsan-skip=CHECKS],
       [leave these UBSan checks out (comma-separated names of -fno-sanitize=)])],

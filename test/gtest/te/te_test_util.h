@@ -19,9 +19,14 @@
 namespace mc::te::test {
 
 /// An engine's environment over transport `tls` on loopback (lo) with a 30 s
-/// transfer deadline: what most tests give their engines.
-inline std::map<std::string, std::string> loopback_env(const std::string& tls) {
-  return {{"MC_TLS", tls}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
+/// transfer deadline: what most tests give their engines. `extra` adds keys
+/// and overrides these.
+inline std::map<std::string, std::string> loopback_env(
+    const std::string& tls, const std::map<std::string, std::string>& extra = {}) {
+  std::map<std::string, std::string> env = {
+      {"MC_TLS", tls}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
+  for (const auto& [key, value] : extra) env[key] = value;
+  return env;
 }
 
 /// The byte the example's target writes at offset i with `seed`.

@@ -38,10 +38,7 @@ class TeBackend : public testing::TestWithParam<Param> {
       GTEST_SKIP() << GetParam().tls << " not available";
     url_ = services_.start(GetParam().service);
     ASSERT_FALSE(url_.empty());
-    env_ = {{"MC_TLS", GetParam().tls},
-            {"MC_NET_DEVICES", "lo"},
-            {"MC_TRANSFER_TIMEOUT", "30s"},
-            {"MC_METADATA_TIMEOUT", "3s"}};
+    env_ = loopback_env(GetParam().tls, {{"MC_METADATA_TIMEOUT", "3s"}});
   }
 
 

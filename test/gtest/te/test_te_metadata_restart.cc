@@ -53,12 +53,9 @@ class TeMetadataRestart : public testing::TestWithParam<Service> {
     if (uct::find_component("tcp") == nullptr) GTEST_SKIP() << "tcp not available";
     url_ = services_.start(GetParam());
     ASSERT_FALSE(url_.empty());
-    env_ = {{"MC_TLS", "tcp"},
-            {"MC_NET_DEVICES", "lo"},
-            {"MC_TRANSFER_TIMEOUT", "30s"},
-            {"MC_METADATA_TIMEOUT", "2s"},
-            {"MC_METADATA_REFRESH_INTERVAL", "300ms"},
-            {"MC_ETCD_LEASE_TTL", "3s"}};
+    env_ = loopback_env("tcp", {{"MC_METADATA_TIMEOUT", "2s"},
+                                {"MC_METADATA_REFRESH_INTERVAL", "300ms"},
+                                {"MC_ETCD_LEASE_TTL", "3s"}});
     // For the whole test: a setenv while an engine's threads run could race
     // with a getenv of theirs.
     scoped_ = std::make_unique<ScopedEnv>(env_);

@@ -58,11 +58,8 @@ std::string self_path() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
 }
 
-const std::map<std::string, std::string> kEnv = {{"MC_TLS", "tcp"},
-                                                 {"MC_NET_DEVICES", "lo"},
-                                                 {"MC_TRANSFER_TIMEOUT", "30s"},
-                                                 {"MC_METADATA_TIMEOUT", "3s"},
-                                                 {"MC_LOG_LEVEL", "warn"}};
+const std::map<std::string, std::string> kEnv =
+    loopback_env("tcp", {{"MC_METADATA_TIMEOUT", "3s"}, {"MC_LOG_LEVEL", "warn"}});
 
 // Runs mc_nvmeof_register; its exit status, output in *out.
 int tool(const std::vector<std::string>& args, std::string* out) {

@@ -33,13 +33,10 @@ constexpr size_t kTotal = kLen0 + kLen1;
 constexpr uint64_t kSeed0 = 11, kSeed1 = 12;
 
 std::map<std::string, std::string> engine_env(const std::string& tls) {
-  return {{"MC_TLS", tls},
-          {"MC_NET_DEVICES", "lo"},
-          {"MC_TRANSFER_TIMEOUT", "30s"},
-          {"MC_METADATA_TIMEOUT", "3s"},
-          {"MC_RNDV_FRAG_SIZE", "host:512k,cuda:16k"},
-          {"MC_STAGING_DEPTH", "3"},
-          {"MC_LOG_LEVEL", "warn"}};
+  return loopback_env(tls, {{"MC_METADATA_TIMEOUT", "3s"},
+                            {"MC_RNDV_FRAG_SIZE", "host:512k,cuda:16k"},
+                            {"MC_STAGING_DEPTH", "3"},
+                            {"MC_LOG_LEVEL", "warn"}});
 }
 
 size_t frags(size_t n) {

@@ -36,13 +36,11 @@ class TeOwner : public testing::TestWithParam<Service> {
     if (uct::find_component("tcp") == nullptr) GTEST_SKIP() << "tcp not available";
     url_ = services_.start(GetParam());
     ASSERT_FALSE(url_.empty());
-    env_ = {{"MC_TLS", "tcp"},
-            {"MC_NET_DEVICES", "lo"},
-            {"MC_TRANSFER_TIMEOUT", "20s"},
-            {"MC_METADATA_TIMEOUT", "3s"},
-            {"MC_ETCD_LEASE_TTL", "2s"},
-            {"MC_METADATA_REFRESH_INTERVAL", "200ms"},
-            {"MC_HANDSHAKE_TIMEOUT", "1s"}};
+    env_ = loopback_env("tcp", {{"MC_TRANSFER_TIMEOUT", "20s"},
+                                {"MC_METADATA_TIMEOUT", "3s"},
+                                {"MC_ETCD_LEASE_TTL", "2s"},
+                                {"MC_METADATA_REFRESH_INTERVAL", "200ms"},
+                                {"MC_HANDSHAKE_TIMEOUT", "1s"}});
   }
 
   ucs::Result<std::string> lookup(const std::string& key) { return store_get(url_, env_, key); }

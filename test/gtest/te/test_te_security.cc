@@ -247,8 +247,7 @@ class TeAuthProcesses : public testing::Test {
   void SetUp() override {
     if (uct::find_component("tcp") == nullptr) GTEST_SKIP() << "tcp transport is not available";
   }
-  std::map<std::string, std::string> env_ = {
-      {"MC_TLS", "tcp"}, {"MC_NET_DEVICES", "lo"}, {"MC_TRANSFER_TIMEOUT", "30s"}};
+  std::map<std::string, std::string> env_ = loopback_env("tcp");
 };
 
 TEST_F(TeAuthProcesses, PeerWithoutTheTokenIsRefusedAndLogged) {
