@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // SieveCache and FifoCache: exact eviction order against hand-worked
-// examples, callbacks, capacity edge cases, erase and reinsertion.
+// examples, callbacks, capacity edge cases, erase and reinsertion. SeqMap:
+// lookups with and without gaps in the keys, the front after erasures in
+// any order, and a ring that packs instead of growing.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "ucs/datastruct/fifo_cache.h"
+#include "ucs/datastruct/seq_map.h"
 #include "ucs/datastruct/sieve_cache.h"
 
 namespace mc::ucs {
@@ -298,6 +301,105 @@ TEST(FifoCache, InsertExistingKeepsPlace) {
   cache.clear();
   EXPECT_EQ(evicted.size(), 2u);
   EXPECT_TRUE(cache.empty());
+}
+
+TEST(SeqMap, ConsecutiveKeysErasedOutOfOrder) {
+  SeqMap<int> map;
+  for (uint64_t k = 100; k < 110; ++k) map.insert(k, static_cast<int>(k) * 2);
+  EXPECT_EQ(map.size(), 10u);
+  EXPECT_EQ(*map.find(105), 210);
+  EXPECT_EQ(map.find(99), nullptr);
+  EXPECT_EQ(map.find(110), nullptr);
+  EXPECT_TRUE(map.erase(105));
+  EXPECT_FALSE(map.erase(105));
+  EXPECT_EQ(map.find(105), nullptr);
+  EXPECT_EQ(*map.find(106), 212);  // past the erased slot, still at once
+  EXPECT_EQ(map.min_key(), 100u);
+  EXPECT_TRUE(map.erase(101));
+  EXPECT_TRUE(map.erase(100));  // the front moves past 101 too
+  EXPECT_EQ(map.min_key(), 102u);
+  EXPECT_EQ(map.size(), 7u);
+  std::vector<uint64_t> keys;
+  map.for_each([&](uint64_t k, int& v) {
+    EXPECT_EQ(v, static_cast<int>(k) * 2);
+    keys.push_back(k);
+  });
+  EXPECT_EQ(keys, (std::vector<uint64_t>{102, 103, 104, 106, 107, 108, 109}));
+}
+
+TEST(SeqMap, KeysWithGapsFoundBySearch) {
+  SeqMap<int> map;
+  const std::vector<uint64_t> keys = {3, 4, 9, 10, 11, 40, 41, 1000};
+  for (uint64_t k : keys) map.insert(k, static_cast<int>(k));
+  for (uint64_t k : keys) {
+    ASSERT_NE(map.find(k), nullptr) << k;
+    EXPECT_EQ(*map.find(k), static_cast<int>(k));
+  }
+  for (uint64_t k : {0, 5, 8, 12, 39, 42, 999, 1001}) EXPECT_EQ(map.find(k), nullptr) << k;
+  EXPECT_EQ(map.find(UINT64_MAX), nullptr);  // a wire's key, however large
+  EXPECT_TRUE(map.erase(3));
+  EXPECT_TRUE(map.erase(9));
+  EXPECT_EQ(map.min_key(), 4u);
+  EXPECT_TRUE(map.erase(4));
+  EXPECT_EQ(map.min_key(), 10u);
+}
+
+TEST(SeqMap, EmptiesAndRefills) {
+  SeqMap<int> map;
+  EXPECT_TRUE(map.empty());
+  EXPECT_FALSE(map.erase(0));
+  EXPECT_EQ(map.find(0), nullptr);
+  uint64_t next = 0;
+  for (int round = 0; round < 100; ++round) {
+    for (int i = 0; i < 5; ++i) map.insert(next++, round);
+    for (uint64_t k = next - 5; k < next; ++k) EXPECT_TRUE(map.erase(k));
+    EXPECT_TRUE(map.empty());
+  }
+  EXPECT_EQ(map.capacity(), 8u);  // wrapped round the ring, never grew
+  map.insert(next, 7);
+  map.clear();
+  EXPECT_TRUE(map.empty());
+  EXPECT_EQ(map.find(next), nullptr);
+  map.insert(next + 1, 8);  // any key after a clear
+  EXPECT_EQ(map.min_key(), next + 1);
+}
+
+TEST(SeqMap, OldestEntryHeldRingPacksInsteadOfGrowing) {
+  SeqMap<int> map;
+  map.insert(0, -1);  // never completes
+  uint64_t next = 1;
+  for (int i = 0; i < 10000; ++i) {
+    for (int j = 0; j < 4; ++j) map.insert(next + j, j);
+    for (int j = 3; j >= 0; --j) ASSERT_TRUE(map.erase(next + j));
+    next += 4;
+  }
+  EXPECT_EQ(map.size(), 1u);
+  EXPECT_EQ(map.min_key(), 0u);
+  EXPECT_EQ(*map.find(0), -1);
+  EXPECT_LE(map.capacity(), 16u);  // 5 live at most: not 40000 erased slots
+  map.insert(next, 5);
+  EXPECT_EQ(*map.find(next), 5);
+  EXPECT_TRUE(map.erase(0));
+  EXPECT_EQ(map.min_key(), next);
+}
+
+TEST(SeqMap, GrowsKeepingOrderAndReleasesErasedValues) {
+  SeqMap<std::shared_ptr<int>> map;
+  auto owned = std::make_shared<int>(1);
+  for (uint64_t k = 0; k < 100; ++k) map.insert(k * 3, k == 50 ? owned : std::make_shared<int>(0));
+  EXPECT_GE(map.capacity(), 100u);
+  EXPECT_EQ(owned.use_count(), 2);
+  EXPECT_TRUE(map.erase(150));
+  EXPECT_EQ(owned.use_count(), 1);  // released at erase, not when the front passes
+  uint64_t last = 0;
+  size_t n = 0;
+  map.for_each([&](uint64_t k, std::shared_ptr<int>&) {
+    if (n++ > 0) {
+      EXPECT_GT(k, last);
+    }
+    last = k;
+  });
+  EXPECT_EQ(n, 99u);
 }
 
 }  // namespace
