@@ -3,6 +3,7 @@
 // boundary: packed addresses, remote keys, wire headers.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -82,8 +83,13 @@ class WireReader {
   }
   uint64_t get(int n) {
     if (!take(static_cast<size_t>(n))) return 0;
+    const uint8_t* p = in_.data() + pos_ - n;
     uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(in_[pos_ - n + i]) << (8 * i);
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(&v, p, static_cast<size_t>(n));  // one load: n is a constant once inlined
+    } else {
+      for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    }
     return v;
   }
 

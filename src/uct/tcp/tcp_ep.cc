@@ -143,7 +143,7 @@ void TcpEp::shut_down(Status status) {
       release_bounce(f.bounce);
       if (f.req) cut.push_back(f.req);
     }
-    for (auto& [id, piece] : inflight_) cut.push_back(piece.req);
+    inflight_.for_each([&](uint64_t, Piece& piece) { cut.push_back(piece.req); });
     inflight_.clear();
     if (failed_ == Status::Ok) failed_ = status;
   }
@@ -292,7 +292,7 @@ void TcpEp::fail_locked(Status status, const std::string& why, bool clean) {
     release_bounce(f.bounce);
     if (f.req) complete_piece_locked(f.req, status);
   }
-  for (auto& [id, piece] : inflight_) complete_piece_locked(piece.req, status);
+  inflight_.for_each([&](uint64_t, Piece& piece) { complete_piece_locked(piece.req, status); });
   inflight_.clear();
   TcpIface::Event ev;
   ev.type = TcpIface::Event::Type::EpError;
@@ -317,13 +317,13 @@ Status TcpEp::begin_frame(TcpConn& conn, const wire::FrameHeader& h, RxSink* sin
     *why = "unexpected frame (op " + std::to_string(static_cast<int>(h.op)) + ") from the target";
     return Status::BadData;
   }
-  auto it = inflight_.find(h.req_id);
+  const Piece* found = inflight_.find(h.req_id);
   const auto kind = h.op == wire::Op::PutAck ? TcpRequest::Kind::Put : TcpRequest::Kind::Get;
-  if (it == inflight_.end() || it->second.req->kind != kind || it->second.conn != conn.index) {
+  if (!found || found->req->kind != kind || found->conn != conn.index) {
     *why = "reply to unknown request " + std::to_string(h.req_id);
     return Status::BadData;
   }
-  const Piece piece = it->second;
+  const Piece piece = *found;
   if (!piece.sent) {
     // The frame may still be read from the user's memory: completing now
     // would hand that memory back while we read it.
@@ -334,7 +334,7 @@ Status TcpEp::begin_frame(TcpConn& conn, const wire::FrameHeader& h, RxSink* sin
     if (is_error(h.status)) {
       MC_LOG(debug) << "tcp: " << peer_ << " refused request " << h.req_id << ": " << h.status;
     }
-    inflight_.erase(it);
+    inflight_.erase(h.req_id);
     complete_piece_locked(piece.req, h.status);
     return Status::Ok;
   }
@@ -352,10 +352,10 @@ Status TcpEp::begin_frame(TcpConn& conn, const wire::FrameHeader& h, RxSink* sin
 
 Status TcpEp::end_frame(TcpConn&, const wire::FrameHeader& h, RxSink& sink, std::string*) {
   if (h.op != wire::Op::GetResp || h.status != Status::Ok) return Status::Ok;
-  auto it = inflight_.find(sink.cookie);
-  if (it == inflight_.end()) return Status::Ok;  // cannot happen: failure clears both
-  TcpRequest* req = it->second.req;
-  inflight_.erase(it);
+  const Piece* piece = inflight_.find(sink.cookie);
+  if (!piece) return Status::Ok;  // cannot happen: failure clears both
+  TcpRequest* req = piece->req;
+  inflight_.erase(sink.cookie);
   complete_piece_locked(req, Status::Ok);
   return Status::Ok;
 }
@@ -363,8 +363,7 @@ Status TcpEp::end_frame(TcpConn&, const wire::FrameHeader& h, RxSink& sink, std:
 void TcpEp::frame_sent(TcpConn&, TxFrame& frame) {
   release_bounce(std::exchange(frame.bounce, nullptr));
   if (frame.piece) {
-    auto it = inflight_.find(frame.piece);
-    if (it != inflight_.end()) it->second.sent = true;
+    if (Piece* piece = inflight_.find(frame.piece)) piece->sent = true;
   }
   if (frame.req) complete_piece_locked(std::exchange(frame.req, nullptr), Status::Ok);
 }
@@ -390,7 +389,7 @@ void TcpEp::complete(TcpRequest* req) {
   }
   size_t k = 0;
   while (k < flush_waiters_.size() &&
-         (outstanding_.empty() || *outstanding_.begin() >= flush_waiters_[k].seq)) {
+         (outstanding_.empty() || outstanding_.min_key() >= flush_waiters_[k].seq)) {
     flushed.emplace_back(flush_waiters_[k].comp, flush_waiters_[k].status);
     ++k;
   }
@@ -406,7 +405,7 @@ void TcpEp::complete(TcpRequest* req) {
   if (req->bounce) iface->bounce_pool().put(req->bounce);
   Completion* comp = req->comp;
   const Status status = req->status;
-  delete req;
+  iface->free_request(req);
   completion_update(comp, status);
   for (auto& [c, s] : flushed) completion_update(c, s);
 }
@@ -429,7 +428,7 @@ Status TcpEp::flush(Completion* comp) {
 }
 
 bool TcpEp::fenced() const {
-  return fence_seq_ != 0 && !outstanding_.empty() && *outstanding_.begin() < fence_seq_;
+  return fence_seq_ != 0 && !outstanding_.empty() && outstanding_.min_key() < fence_seq_;
 }
 
 Status TcpEp::fence() {

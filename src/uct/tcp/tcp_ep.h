@@ -9,11 +9,11 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
-#include <unordered_map>
+#include <variant>
 #include <vector>
 
+#include "ucs/datastruct/seq_map.h"
 #include "uct/api/ep.h"
 #include "uct/base/pending_queue.h"
 #include "uct/tcp/tcp_conn.h"
@@ -185,7 +185,7 @@ class TcpEp : public Endpoint, private TcpConnHandler {
   // every connection of the iface.
   std::mutex& lock_;  ///< guards the connections' state and everything down to yield_timer_
   std::vector<std::shared_ptr<TcpConn>> conns_;   ///< [0]: the primary
-  std::unordered_map<uint64_t, Piece> inflight_;  ///< by request id on the wire
+  ucs::SeqMap<Piece> inflight_;  ///< by request id on the wire
   uint64_t next_req_id_ = 1;
   size_t connected_ = 0;
   uint64_t conn_timer_ = 0;
@@ -197,7 +197,7 @@ class TcpEp : public Endpoint, private TcpConnHandler {
   uint64_t yield_timer_ = 0;
 
   // User thread only.
-  std::set<uint64_t> outstanding_;  ///< seqs of tracked requests
+  ucs::SeqMap<std::monostate> outstanding_;  ///< seqs of tracked requests
   size_t striped_outstanding_ = 0;
   uint64_t fence_seq_ = 0;
   std::vector<FlushWaiter> flush_waiters_;

@@ -57,7 +57,7 @@ Status TcpEp::post_rma(TcpRequest* req, wire::Op op, const Iov* iov, size_t iov_
     const size_t offset = i * part;
     const size_t length = std::min(part, total - offset);
     const uint64_t id = next_req_id_++;
-    inflight_.emplace(id, Piece{req, offset, length, static_cast<uint32_t>(i)});
+    Piece* piece = inflight_.insert(id, Piece{req, offset, length, static_cast<uint32_t>(i)});
     wire::FrameHeader h;
     h.op = op;
     h.remote_addr = remote_addr + offset;
@@ -80,31 +80,43 @@ Status TcpEp::post_rma(TcpRequest* req, wire::Op op, const Iov* iov, size_t iov_
     // Written at once: the bounce buffer is free; the piece waits for its reply.
     if (i == 0 ? send_primary_locked(frame) : conns_[i]->send_locked(frame)) {
       release_bounce(frame.bounce);
-      inflight_.at(id).sent = true;
+      piece->sent = true;
     }
   }
   return Status::Ok;
 }
 
 Status TcpEp::post_am(TxFrame& frame, Completion* comp, bool on_stack) {
+  // Taken before the frame can be queued, which needs it; given back when
+  // the frame goes out at once.
+  TcpRequest* req = iface_->new_request(TcpRequest::Kind::Am, this, comp);
+  if (!req) {
+    release_bounce(frame.bounce);
+    return Status::NoMemory;
+  }
   std::lock_guard guard(lock_);
   if (failed_ != Status::Ok) {
     release_bounce(frame.bounce);
+    iface_->free_request(req);
     return failed_;
   }
   if (send_primary_locked(frame)) {
     release_bounce(frame.bounce);
+    iface_->free_request(req);
     return Status::Ok;
   }
   // A send failing on the loop thread fails the endpoint at once, which
   // released the queued frame (its bounce buffer too).
-  if (failed_ != Status::Ok) return failed_;
+  if (failed_ != Status::Ok) {
+    iface_->free_request(req);
+    return failed_;
+  }
   // Queued (at the back): it completes when sent, and may not read the
   // caller's stack after we return.
   TxFrame& queued = share_ == ShareState::Settled ? conns_[0]->tx_locked().back() : waiting_.back();
   if (on_stack) queued.keep_rest();
-  queued.req = new TcpRequest(TcpRequest::Kind::Am, this, comp);
-  track(queued.req);
+  queued.req = req;
+  track(req);
   return Status::InProgress;
 }
 
@@ -139,12 +151,16 @@ Result<size_t> TcpEp::put_bcopy(PackCallback pack, void* arg, uint64_t remote_ad
     if (length > seg) MC_LOG(error) << "tcp: put_bcopy packed " << length << " > " << seg;
     return key.ok() ? Result<size_t>(size_t{0}) : key.status();
   }
-  auto* req = new TcpRequest(TcpRequest::Kind::Put, this, nullptr);
+  TcpRequest* req = iface_->new_request(TcpRequest::Kind::Put, this, nullptr);
+  if (!req) {
+    release_bounce(bounce);
+    return Status::NoMemory;
+  }
   const Iov iov{bounce, length, nullptr};
   const Status s = post_rma(req, wire::Op::Put, &iov, 1, length, remote_addr, **key, bounce);
   if (is_error(s)) {
     release_bounce(bounce);
-    delete req;
+    iface_->free_request(req);
     return s;
   }
   track(req);
@@ -158,10 +174,11 @@ Status TcpEp::put_zcopy(const Iov* iov, size_t iov_count, uint64_t remote_addr, 
   MC_ASSIGN_OR_RETURN(const TcpRkey* key, check_rkey(rkey, remote_addr, total, kAccessRemoteWrite));
   if (total == 0) return Status::Ok;
   MC_RETURN_IF_ERROR(admit());
-  auto* req = new TcpRequest(TcpRequest::Kind::Put, this, comp);
+  TcpRequest* req = iface_->new_request(TcpRequest::Kind::Put, this, comp);
+  if (!req) return Status::NoMemory;
   const Status s = post_rma(req, wire::Op::Put, iov, iov_count, total, remote_addr, *key, nullptr);
   if (is_error(s)) {
-    delete req;
+    iface_->free_request(req);
     return s;
   }
   track(req);
@@ -179,7 +196,11 @@ Status TcpEp::get_bcopy(UnpackCallback unpack, void* arg, size_t length, uint64_
   }
   void* bounce = iface_->bounce_pool().get();
   if (!bounce) return Status::NoResource;
-  auto* req = new TcpRequest(TcpRequest::Kind::Get, this, comp);
+  TcpRequest* req = iface_->new_request(TcpRequest::Kind::Get, this, comp);
+  if (!req) {
+    release_bounce(bounce);
+    return Status::NoMemory;
+  }
   req->bounce = bounce;
   req->unpack = unpack;
   req->unpack_arg = arg;
@@ -190,7 +211,7 @@ Status TcpEp::get_bcopy(UnpackCallback unpack, void* arg, size_t length, uint64_
   const Status s = post_rma(req, wire::Op::GetReq, nullptr, 0, length, remote_addr, *key, bounce);
   if (is_error(s)) {
     release_bounce(bounce);
-    delete req;
+    iface_->free_request(req);
     return s;
   }
   track(req);
@@ -204,12 +225,13 @@ Status TcpEp::get_zcopy(const Iov* iov, size_t iov_count, uint64_t remote_addr, 
   MC_ASSIGN_OR_RETURN(const TcpRkey* key, check_rkey(rkey, remote_addr, total, kAccessRemoteRead));
   if (total == 0) return Status::Ok;
   MC_RETURN_IF_ERROR(admit());
-  auto* req = new TcpRequest(TcpRequest::Kind::Get, this, comp);
+  TcpRequest* req = iface_->new_request(TcpRequest::Kind::Get, this, comp);
+  if (!req) return Status::NoMemory;
   std::copy(iov, iov + iov_count, req->iov.begin());
   req->iov_count = iov_count;
   const Status s = post_rma(req, wire::Op::GetReq, nullptr, 0, total, remote_addr, *key, nullptr);
   if (is_error(s)) {
-    delete req;
+    iface_->free_request(req);
     return s;
   }
   track(req);

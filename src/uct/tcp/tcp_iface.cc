@@ -51,6 +51,12 @@ Status TcpIface::init(const IfaceParams& params) {
   pool.max_elems = bounce_max_;
   pool.name = "tcp bounce buffers";
   MC_ASSIGN_OR_RETURN(bounce_pool_, ucs::ThreadSafeMpool::create(pool));
+  ucs::MpoolParams requests;
+  requests.elem_size = sizeof(TcpRequest);
+  requests.alignment = alignof(TcpRequest);
+  requests.elems_per_chunk = 64;
+  requests.name = "tcp requests";
+  MC_ASSIGN_OR_RETURN(request_pool_, ucs::Mpool::create(requests));
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) {
     MC_LOG(error) << "tcp: eventfd() failed: " << ucs::errno_string(errno);
@@ -184,7 +190,7 @@ void TcpIface::loop_barrier() {
 
 void TcpIface::push_event(Event ev) {
   std::lock_guard guard(events_lock_);
-  events_.push_back(std::move(ev));
+  events_.items.push_back(std::move(ev));
   events_queued_.store(true, std::memory_order_release);
   if (armed_) {
     armed_ = false;
@@ -213,18 +219,36 @@ Status TcpIface::arm() {
 std::vector<TcpIface::Event> TcpIface::take_events(const TcpEp* ep) {
   std::vector<Event> out;
   std::lock_guard guard(events_lock_);
-  for (auto it = events_.begin(); it != events_.end();) {
-    const bool mine = (it->type == Event::Type::Done && it->req->ep == ep) ||
-                      (it->type == Event::Type::EpError && it->ep == ep);
+  std::vector<Event>& items = events_.items;
+  size_t kept = events_.head;
+  for (size_t i = events_.head; i < items.size(); ++i) {
+    const Event& e = items[i];
+    const bool mine = (e.type == Event::Type::Done && e.req->ep == ep) ||
+                      (e.type == Event::Type::EpError && e.ep == ep);
     if (mine) {
-      out.push_back(std::move(*it));
-      it = events_.erase(it);
+      out.push_back(std::move(items[i]));
     } else {
-      ++it;
+      if (kept != i) items[kept] = std::move(items[i]);
+      ++kept;
     }
   }
-  if (events_.empty()) events_queued_.store(false, std::memory_order_relaxed);
+  items.resize(kept);
+  if (events_.empty()) {
+    events_.clear();
+    events_queued_.store(false, std::memory_order_relaxed);
+  }
   return out;
+}
+
+TcpIface::Event TcpIface::EventQueue::pop() {
+  Event ev = std::move(items[head++]);
+  if (head == items.size()) {
+    clear();
+  } else if (head >= 64 && 2 * head >= items.size()) {
+    items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(head));
+    head = 0;
+  }
+  return ev;
 }
 
 IfaceAttr TcpIface::query() const {
@@ -277,8 +301,7 @@ unsigned TcpIface::progress() {
     {
       std::lock_guard guard(events_lock_);
       if (events_.empty()) break;
-      ev = std::move(events_.front());
-      events_.pop_front();
+      ev = events_.pop();
       if (events_.empty()) events_queued_.store(false, std::memory_order_relaxed);
     }
     switch (ev.type) {
@@ -362,7 +385,7 @@ void TcpIface::untrack(uint64_t seq, Status status,
     if (is_error(status) && w.seq > seq && w.status == Status::Ok) w.status = status;
   }
   while (k < flush_waiters_.size() &&
-         (outstanding_.empty() || *outstanding_.begin() >= flush_waiters_[k].seq)) {
+         (outstanding_.empty() || outstanding_.min_key() >= flush_waiters_[k].seq)) {
     done->emplace_back(flush_waiters_[k].comp, flush_waiters_[k].status);
     ++k;
   }

@@ -5,9 +5,9 @@
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -114,6 +114,16 @@ class TcpIface : public Iface, private TcpConnHandler {
   bool bounce_available() const { return bounce_pool_->in_use() < bounce_max_; }
   uint64_t next_seq() { return next_seq_++; }
   uint64_t peek_seq() const { return next_seq_; }
+  /// A request from the iface's pool, or null when memory is out; given
+  /// back with free_request(). User thread only, as requests are.
+  TcpRequest* new_request(TcpRequest::Kind kind, TcpEp* ep, Completion* comp) {
+    void* mem = request_pool_->get();
+    return mem ? new (mem) TcpRequest(kind, ep, comp) : nullptr;
+  }
+  void free_request(TcpRequest* req) {
+    req->~TcpRequest();
+    request_pool_->put(req);
+  }
   /// Iface-wide flush bookkeeping of requests (user thread).
   void track(uint64_t seq) { outstanding_.insert(seq); }
   void untrack(uint64_t seq, Status status, std::vector<std::pair<Completion*, Status>>* done);
@@ -152,6 +162,7 @@ class TcpIface : public Iface, private TcpConnHandler {
   ErrorHandler err_handler_;
   ucs::EventLoop* loop_ = nullptr;
   std::unique_ptr<ucs::ThreadSafeMpool> bounce_pool_;
+  std::unique_ptr<ucs::Mpool> request_pool_;  ///< TcpRequest, user thread only
   size_t bounce_max_ = 0;
   std::unique_ptr<TcpListener> listener_;  ///< the listening socket and the accepted ones
   /// Refused puts and gets, which a peer can make repeat: a few lines a second.
@@ -171,8 +182,22 @@ class TcpIface : public Iface, private TcpConnHandler {
   uint64_t loop_waits_seen_ = 0;  ///< loop_->progress_count() after this iface's last progress()
   size_t direct_ams_ = 0;  ///< handed over so during this progress() (user thread)
   std::atomic<bool> any_paused_{false};  ///< paused_ is not empty (a hint, read without the lock)
-  std::mutex events_lock_;               ///< guards events_ and armed_
-  std::deque<Event> events_;
+  /// Events in order: a vector read from `head`, whose consumed front goes
+  /// once it is half of the vector, so steady traffic allocates nothing (a
+  /// deque allocated a block per four events and freed it again).
+  struct EventQueue {
+    std::vector<Event> items;
+    size_t head = 0;
+    bool empty() const { return head == items.size(); }
+    size_t size() const { return items.size() - head; }
+    Event pop();
+    void clear() {
+      items.clear();
+      head = 0;
+    }
+  };
+  std::mutex events_lock_;  ///< guards events_ and armed_
+  EventQueue events_;
   std::atomic<bool> events_queued_{false};  ///< events_ is not empty (set with events_lock_ held)
   bool armed_ = false;  ///< the next queued event writes event_fd_
   int event_fd_ = -1;   ///< eventfd of blocking progress
@@ -181,7 +206,7 @@ class TcpIface : public Iface, private TcpConnHandler {
 
   // User thread only.
   uint64_t next_seq_ = 1;
-  std::set<uint64_t> outstanding_;
+  ucs::SeqMap<std::monostate> outstanding_;
   std::vector<FlushWaiter> flush_waiters_;
 };
 

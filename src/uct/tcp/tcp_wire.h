@@ -4,6 +4,7 @@
 // the decoder the transport runs. Everything is little-endian unless noted.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -114,7 +115,11 @@ struct Limits {
 
 namespace detail {
 inline void put_le(uint8_t* p, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, static_cast<size_t>(n));  // one store: n is a constant once inlined
+  } else {
+    for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+  }
 }
 inline bool valid_reply_status(int8_t s) {
   return s == 0 || (s <= static_cast<int8_t>(ucs::Status::NoResource) &&
