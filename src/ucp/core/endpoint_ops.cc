@@ -257,21 +257,30 @@ std::shared_ptr<Request> EndpointImpl::rma_now(proto::Op op, const proto::ProtoR
                                                const proto::RmaEntry& entry, void* buffer,
                                                size_t length, uint64_t remote_addr,
                                                const Rkey& rkey, const RequestParams& params) {
-  std::unique_ptr<proto::PostedSliceOp::Slot>& slot = worker_->spare_slot();
-  if (!slot) slot = proto::PostedSliceOp::make_slot();
+  proto::PostedSliceOp::SlotCache& slots = worker_->slots();
+  std::unique_ptr<proto::PostedSliceOp::Slot> slot = slots.take();
   const Status s =
       post_now(op, range.kind, entry, buffer, length, remote_addr, rkey, params.memh, slot.get());
-  if (s == Status::Ok) return worker_->completed_request(params);
-  if (s != Status::InProgress) return nullptr;  // nothing was done
+  if (s != Status::InProgress) {
+    slots.give(std::move(slot));
+    return s == Status::Ok ? worker_->completed_request(params) : nullptr;  // null: nothing done
+  }
   // Should it fail, the general op redoes the whole put or get (a single
   // slice) on the lanes as they are by then. `range` lives in protocols_,
   // `rkey` as long as the request (the caller's contract).
-  auto retry = [this, op, &range, buffer, length, remote_addr, r = &rkey, m = params.memh] {
+  slot->op = op;
+  slot->range = &range;
+  slot->buffer = buffer;
+  slot->remote_addr = remote_addr;
+  slot->rkey = &rkey;
+  slot->memh = params.memh;
+  auto retry = [this](const proto::PostedSliceOp::Slot& s) {
     return std::unique_ptr<proto::RequestOp>(std::make_unique<proto::RmaOp>(
-        &runtime_, rma_params(op, range, buffer, length, remote_addr, *r, m, nullptr)));
+        &runtime_,
+        rma_params(s.op, *s.range, s.buffer, s.length, s.remote_addr, *s.rkey, s.memh, nullptr)));
   };
-  return worker_->submit(std::make_unique<proto::PostedSliceOp>(std::move(slot), retry), params,
-                         this);
+  return worker_->submit(std::make_unique<proto::PostedSliceOp>(std::move(slot), &slots, retry),
+                         params, this);
 }
 
 void EndpointImpl::build_entries() {

@@ -179,9 +179,9 @@ class MC_INTERNAL WorkerImpl final : public Worker {
   /// Forgets `ep`, which is being destroyed with its UCT endpoints: its
   /// requests are orphaned (nothing they had in flight will complete).
   void detach(EndpointImpl* ep);
-  /// The completion the next put or get posted by a range's immediate entry
-  /// hands its transport (EndpointImpl::rma_now).
-  std::unique_ptr<proto::PostedSliceOp::Slot>& spare_slot() { return slot_spare_; }
+  /// The completions that puts and gets posted by a range's immediate entry
+  /// hand their transport (EndpointImpl::rma_now).
+  proto::PostedSliceOp::SlotCache& slots() { return slots_; }
   /// The sequence number the next submitted request gets (flush ordering).
   uint64_t next_seq() const { return next_seq_; }
   /// A new id for a fragmented active message.
@@ -240,10 +240,7 @@ class MC_INTERNAL WorkerImpl final : public Worker {
   /// Completed with Ok and immutable: every operation that completes in the
   /// call that started it returns this one (completed_request()).
   std::unique_ptr<Request> done_;
-  /// The completion the next put or get posted by a range's immediate entry
-  /// hands its transport (EndpointImpl::rma_now); null after one went
-  /// InProgress with it.
-  std::unique_ptr<proto::PostedSliceOp::Slot> slot_spare_;
+  proto::PostedSliceOp::SlotCache slots_;  ///< see slots()
   std::vector<EndpointImpl*> eps_;
   std::vector<EndpointImpl*> reconnecting_;  ///< endpoints with a failed lane to connect again
   std::map<const uct::Endpoint*, std::pair<EndpointImpl*, size_t>> uct_eps_;      ///< -> (ep, lane)

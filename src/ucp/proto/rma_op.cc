@@ -46,7 +46,12 @@ void PostedSliceOp::Slot::reset() {
   length = 0;
 }
 
-std::unique_ptr<PostedSliceOp::Slot> PostedSliceOp::make_slot() {
+std::unique_ptr<PostedSliceOp::Slot> PostedSliceOp::SlotCache::take() {
+  if (!spare_.empty()) {
+    std::unique_ptr<Slot> slot = std::move(spare_.back());
+    spare_.pop_back();
+    return slot;
+  }
   auto slot = std::make_unique<Slot>();
   slot->comp.func = [](uct::Completion* c) {
     auto* s = static_cast<Slot*>(c->arg);
@@ -57,12 +62,19 @@ std::unique_ptr<PostedSliceOp::Slot> PostedSliceOp::make_slot() {
   return slot;
 }
 
+void PostedSliceOp::SlotCache::give(std::unique_ptr<Slot> slot) {
+  if (spare_.size() < kMaxSpare) spare_.push_back(std::move(slot));
+}
+
 Status PostedSliceOp::progress() {
   if (general_) return general_->progress();
+  if (!slot_) return status_;
   if (!slot_->fired) return Status::InProgress;
-  if (slot_->comp.status == Status::Ok || aborted_) return slot_->comp.status;
-  general_ = retry_();
-  return general_->progress();
+  // Fired: the transport is done with the slot.
+  status_ = slot_->comp.status;
+  if (status_ != Status::Ok && !aborted_) general_ = retry_(*slot_);
+  cache_->give(std::move(slot_));
+  return general_ ? general_->progress() : status_;
 }
 
 void PostedSliceOp::abort() {
@@ -72,7 +84,7 @@ void PostedSliceOp::abort() {
 
 size_t PostedSliceOp::in_flight() const {
   if (orphaned_) return 0;
-  return (slot_->fired ? 0 : 1) + (general_ ? general_->in_flight() : 0);
+  return (slot_ && !slot_->fired ? 1 : 0) + (general_ ? general_->in_flight() : 0);
 }
 
 void PostedSliceOp::orphan() {

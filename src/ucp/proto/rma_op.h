@@ -63,21 +63,42 @@ class RmaOp : public RequestOp, private SliceIssuer {
 /// what the general path does with a failed slice.
 class PostedSliceOp : public RequestOp {
  public:
-  /// The completion handed to the transport (its address stays put).
+  /// The completion handed to the transport (its address stays put), and
+  /// the put or get as posted, for `retry`.
   struct Slot {
     uct::Completion comp;
     bool fired = false;
-    /// The lane carrying it and its bytes, counted done when it fires
+    /// The lane carrying it, counted done by `length` bytes when it fires
     /// (LaneRuntime::rma_done_bytes); null: not counted.
     const LaneRuntime* lane = nullptr;
     size_t length = 0;
-    /// Ready for one more operation.
+    Op op = Op::Put;
+    const ProtoRange* range = nullptr;  ///< the range whose entry posted it
+    void* buffer = nullptr;
+    uint64_t remote_addr = 0;
+    const Rkey* rkey = nullptr;
+    const MemHandle* memh = nullptr;
+    /// Ready for one more operation (the put or get's fields are the
+    /// poster's to set).
     void reset();
   };
-  static std::unique_ptr<Slot> make_slot();
+  /// Slots to reuse, kept by the worker: a post takes one, and the op
+  /// gives it back once the transport has fired it (or at once, when the
+  /// post completed in the call). Keeps up to kMaxSpare.
+  class SlotCache {
+   public:
+    std::unique_ptr<Slot> take();
+    void give(std::unique_ptr<Slot> slot);
 
-  PostedSliceOp(std::unique_ptr<Slot> slot, std::function<std::unique_ptr<RequestOp>()> retry)
-      : slot_(std::move(slot)), retry_(std::move(retry)) {}
+   private:
+    static constexpr size_t kMaxSpare = 1024;
+    std::vector<std::unique_ptr<Slot>> spare_;
+  };
+  using Retry = std::function<std::unique_ptr<RequestOp>(const Slot&)>;
+
+  /// `cache` must outlive every call of progress() (the worker's).
+  PostedSliceOp(std::unique_ptr<Slot> slot, SlotCache* cache, Retry retry)
+      : slot_(std::move(slot)), cache_(cache), retry_(std::move(retry)) {}
 
   ucs::Status progress() override;
   void abort() override;
@@ -85,9 +106,11 @@ class PostedSliceOp : public RequestOp {
   void orphan() override;
 
  private:
-  std::unique_ptr<Slot> slot_;
-  std::function<std::unique_ptr<RequestOp>()> retry_;
-  std::unique_ptr<RequestOp> general_;  ///< after a failure: the op that took over
+  std::unique_ptr<Slot> slot_;  ///< null once fired and given back
+  SlotCache* cache_;
+  Retry retry_;
+  ucs::Status status_ = ucs::Status::InProgress;  ///< the slot's, once given back
+  std::unique_ptr<RequestOp> general_;            ///< after a failure: the op that took over
   bool aborted_ = false;
   bool orphaned_ = false;
 };
