@@ -256,6 +256,8 @@ class TransferEngine::Impl {
   void on_op_done_locked(Task* task, Status status);
   void fail_posting_locked(Task* task, Status status, uint64_t now);
   void finish_locked(Task* task, TaskStatus status);
+  /// A task as new: a spare one, or a fresh one.
+  std::unique_ptr<Task> new_task_locked();
   int submit_locked(Batch& batch, const std::vector<TransferRequest>& entries);
   /// The registered buffer holding the byte at `addr`, or null.
   LocalBuffer* buffer_at_locked(const void* addr) const;
@@ -305,6 +307,11 @@ class TransferEngine::Impl {
   SegmentID next_segment_ = 0;
   std::map<BatchID, std::unique_ptr<Batch>> batches_;
   BatchID next_batch_ = 1;
+  /// Tasks of freed batches, reset, for the next submissions: a new task
+  /// cost an allocation for itself and two for its requests' vector (the
+  /// put's request, then the flush's). At most kSpareTasks are kept.
+  std::vector<std::unique_ptr<Task>> spare_tasks_;
+  static constexpr size_t kSpareTasks = 4096;
   std::deque<Task*> pending_;                 ///< WAITING tasks to post
   size_t inflight_ = 0;                       ///< tasks PENDING in UCP
   uint64_t last_post_ns_ = 0;                 ///< when submit() last posted tasks itself

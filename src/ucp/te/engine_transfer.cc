@@ -144,7 +144,7 @@ int TransferEngine::Impl::submit_locked(Batch& batch, const std::vector<Transfer
   }
   const size_t queued = pending_.size();
   for (const TransferRequest& req : entries) {
-    auto task = std::make_unique<Task>();
+    std::unique_ptr<Task> task = new_task_locked();
     task->req = req;
     task->batch = &batch;
     task->deadline_ns =
@@ -214,8 +214,24 @@ int TransferEngine::Impl::free_batch(BatchID id) {
                   << it->second->unfinished << " unfinished tasks";
     return static_cast<int>(Status::Busy);
   }
+  for (std::unique_ptr<Task>& task : it->second->tasks) {
+    if (spare_tasks_.size() >= kSpareTasks) break;
+    // Every field as new but the requests' vector, which keeps its room.
+    std::vector<std::shared_ptr<ucp::Request>> requests = std::move(task->requests);
+    requests.clear();
+    *task = Task{};
+    task->requests = std::move(requests);
+    spare_tasks_.push_back(std::move(task));
+  }
   batches_.erase(it);
   return 0;
+}
+
+std::unique_ptr<Task> TransferEngine::Impl::new_task_locked() {
+  if (spare_tasks_.empty()) return std::make_unique<Task>();
+  std::unique_ptr<Task> task = std::move(spare_tasks_.back());
+  spare_tasks_.pop_back();
+  return task;
 }
 
 void TransferEngine::Impl::finish_locked(Task* task, TaskStatus status) {
