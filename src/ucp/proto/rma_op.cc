@@ -2,6 +2,11 @@
 // RmaOp: put and get slices.
 #include "ucp/proto/rma_op.h"
 
+#include <algorithm>
+#include <cassert>
+
+#include "ucp/core/request_alloc.h"
+
 namespace mc::ucp::proto {
 
 using ucs::Result;
@@ -61,6 +66,19 @@ std::unique_ptr<PostedSliceOp::Slot> PostedSliceOp::SlotCache::take() {
   slot->comp.arg = slot.get();
   return slot;
 }
+
+namespace {
+constexpr size_t kOpAlign = std::max(alignof(PostedSliceOp), alignof(void*));
+using OpBlocks = ucp::detail::BlockCache<sizeof(PostedSliceOp), kOpAlign>;
+}  // namespace
+
+void* PostedSliceOp::operator new(size_t size) {
+  assert(size == sizeof(PostedSliceOp));
+  (void)size;
+  return OpBlocks::get();
+}
+
+void PostedSliceOp::operator delete(void* p) { OpBlocks::put(p); }
 
 void PostedSliceOp::SlotCache::give(std::unique_ptr<Slot> slot) {
   if (spare_.size() < kMaxSpare) spare_.push_back(std::move(slot));

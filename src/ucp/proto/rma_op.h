@@ -100,6 +100,11 @@ class PostedSliceOp : public RequestOp {
   PostedSliceOp(std::unique_ptr<Slot> slot, SlotCache* cache, Retry retry)
       : slot_(std::move(slot)), cache_(cache), retry_(std::move(retry)) {}
 
+  /// From the thread's block cache, as requests are (request_alloc.h): one
+  /// op per immediate put or get that completes later.
+  static void* operator new(size_t size);
+  static void operator delete(void* p);
+
   ucs::Status progress() override;
   void abort() override;
   size_t in_flight() const override;
