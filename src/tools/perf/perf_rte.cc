@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <thread>
 
+#include "ucs/datastruct/wire.h"
 #include "ucs/log/log.h"
 #include "ucs/sys/sys.h"
 
@@ -145,7 +146,7 @@ Status Rte::send(MsgType type, std::span<const uint8_t> payload) {
   uint8_t header[kHeaderLen];
   header[0] = static_cast<uint8_t>(type);
   const auto n = static_cast<uint32_t>(payload.size());
-  for (int i = 0; i < 4; ++i) header[1 + i] = static_cast<uint8_t>(n >> (8 * i));
+  ucs::store_le(header + 1, n, 4);
   iovec iov[2] = {{header, kHeaderLen}, {const_cast<uint8_t*>(payload.data()), payload.size()}};
   msghdr msg{};
   msg.msg_iov = iov;
@@ -213,8 +214,7 @@ Result<std::vector<uint8_t>> Rte::recv(MsgType type, Duration timeout) {
   const auto deadline = Clock::now() + (forever ? Duration(0) : timeout);
   uint8_t header[kHeaderLen];
   Status s = read_full(header, kHeaderLen, deadline, forever);
-  uint32_t n = 0;
-  for (int i = 0; i < 4; ++i) n |= static_cast<uint32_t>(header[1 + i]) << (8 * i);
+  const auto n = static_cast<uint32_t>(ucs::load_le(header + 1, 4));
   std::vector<uint8_t> payload;
   if (s == Status::Ok && n > kMaxPayload) {
     MC_LOG(error) << "the peer " << peer_ << " sent a malformed control message (" << n

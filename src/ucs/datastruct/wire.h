@@ -13,6 +13,28 @@
 
 namespace mc::ucs {
 
+/// The `n` (1 to 8) bytes at `p` as a little-endian number: one load on a
+/// little-endian host, where `n` is a constant once inlined.
+inline uint64_t load_le(const uint8_t* p, size_t n) {
+  uint64_t v = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(&v, p, n);
+  } else {
+    for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  }
+  return v;
+}
+
+/// Writes the low `n` (1 to 8) bytes of `v` at `p`, little-endian: one store
+/// on a little-endian host.
+inline void store_le(uint8_t* p, uint64_t v, size_t n) {
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, n);
+  } else {
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+  }
+}
+
 /// Appends little-endian fields to a byte vector.
 class WireWriter {
  public:
@@ -39,8 +61,9 @@ class WireWriter {
   }
 
  private:
-  void put(uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out_->push_back(static_cast<uint8_t>(v >> (8 * i)));
+  void put(uint64_t v, size_t n) {
+    out_->resize(out_->size() + n);
+    store_le(out_->data() + out_->size() - n, v, n);
   }
   std::vector<uint8_t>* out_;
 };
@@ -81,17 +104,7 @@ class WireReader {
     pos_ += n;
     return true;
   }
-  uint64_t get(int n) {
-    if (!take(static_cast<size_t>(n))) return 0;
-    const uint8_t* p = in_.data() + pos_ - n;
-    uint64_t v = 0;
-    if constexpr (std::endian::native == std::endian::little) {
-      std::memcpy(&v, p, static_cast<size_t>(n));  // one load: n is a constant once inlined
-    } else {
-      for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-    }
-    return v;
-  }
+  uint64_t get(size_t n) { return take(n) ? load_le(in_.data() + pos_ - n, n) : 0; }
 
   std::span<const uint8_t> in_;
   size_t pos_ = 0;

@@ -247,7 +247,7 @@ Status TcpEp::am_short(uint8_t id, uint64_t header, const void* payload, size_t 
   // Sent from here; copied only if the socket does not take it at once.
   uint8_t buf[kMaxShort];
   // The 8-byte header travels little-endian, like every wire field.
-  for (int i = 0; i < 8; ++i) buf[i] = static_cast<uint8_t>(header >> (8 * i));
+  ucs::store_le(buf, header, 8);
   if (length) std::memcpy(buf + 8, payload, length);
   wire::FrameHeader h;
   h.op = wire::Op::Am;

@@ -4,7 +4,6 @@
 // the decoder the transport runs. Everything is little-endian unless noted.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -114,13 +113,6 @@ struct Limits {
 };
 
 namespace detail {
-inline void put_le(uint8_t* p, uint64_t v, int n) {
-  if constexpr (std::endian::native == std::endian::little) {
-    std::memcpy(p, &v, static_cast<size_t>(n));  // one store: n is a constant once inlined
-  } else {
-    for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-  }
-}
 inline bool valid_reply_status(int8_t s) {
   return s == 0 || (s <= static_cast<int8_t>(ucs::Status::NoResource) &&
                     s >= static_cast<int8_t>(ucs::Status::Rejected));
@@ -129,20 +121,20 @@ inline bool valid_reply_status(int8_t s) {
 
 /// Writes `h` into `out` (kHeaderSize bytes).
 inline void encode(const FrameHeader& h, uint8_t* out) {
-  using detail::put_le;
-  put_le(out + 0, kMagic, 2);
+  using ucs::store_le;
+  store_le(out + 0, kMagic, 2);
   out[2] = kVersion;
   out[3] = static_cast<uint8_t>(h.op);
   out[4] = h.flags;
   out[5] = h.am_id;
   out[6] = static_cast<uint8_t>(static_cast<int8_t>(h.status));
   out[7] = 0;
-  put_le(out + 8, h.length, 4);
-  put_le(out + 12, h.get_length, 4);
-  put_le(out + 16, h.remote_addr, 8);
-  put_le(out + 24, h.region_id, 8);
-  put_le(out + 32, h.region_key, 8);
-  put_le(out + 40, h.req_id, 8);
+  store_le(out + 8, h.length, 4);
+  store_le(out + 12, h.get_length, 4);
+  store_le(out + 16, h.remote_addr, 8);
+  store_le(out + 24, h.region_id, 8);
+  store_le(out + 32, h.region_key, 8);
+  store_le(out + 40, h.req_id, 8);
 }
 
 /// Decodes and checks one header. BadData (with `*reason`) for a short

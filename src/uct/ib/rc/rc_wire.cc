@@ -97,7 +97,7 @@ std::vector<uint8_t> pack_framed(const ConnMsg& m) {
     w.u32(q.psn);
   }
   const uint32_t len = static_cast<uint32_t>(out.size() - 4);
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<uint8_t>(len >> (8 * i));
+  ucs::store_le(out.data(), len, 4);
   return out;
 }
 
@@ -124,8 +124,7 @@ ucs::Status FrameReader::read(int fd) {
   for (;;) {
     size_t want = 4;
     if (buf_.size() >= 4) {
-      uint32_t len = 0;
-      for (int i = 0; i < 4; ++i) len |= uint32_t{buf_[i]} << (8 * i);
+      const auto len = static_cast<uint32_t>(ucs::load_le(buf_.data(), 4));
       if (len > kMaxConnMsg) return ucs::Status::BadData;
       want = 4 + len;
     }
