@@ -157,7 +157,7 @@ void TcpEp::shut_down(Status status) {
     if (req->status == Status::Ok) req->status = status;
     complete(req);
   }
-  for (FlushWaiter& w : std::exchange(flush_waiters_, {})) completion_update(w.comp, status);
+  for (FlushWaiter& w : std::exchange(flush_.waiters, {})) completion_update(w.comp, status);
 }
 
 void TcpEp::purge_frames_locked(TcpConn& conn, std::vector<TcpRequest*>* cut) {
@@ -370,7 +370,7 @@ void TcpEp::frame_sent(TcpConn&, TxFrame& frame) {
 
 void TcpEp::track(TcpRequest* req) {
   req->seq = iface_->next_seq();
-  outstanding_.insert(req->seq);
+  flush_.outstanding.insert(req->seq);
   iface_->track(req->seq);
   if (req->striped) ++striped_outstanding_;
 }
@@ -378,22 +378,8 @@ void TcpEp::track(TcpRequest* req) {
 void TcpEp::complete(TcpRequest* req) {
   TcpIface* iface = iface_;
   std::vector<std::pair<Completion*, Status>> flushed;
-  outstanding_.erase(req->seq);
   if (req->striped) --striped_outstanding_;
-  bool reported = req->comp != nullptr;
-  for (FlushWaiter& w : flush_waiters_) {
-    if (is_error(req->status) && w.seq > req->seq) {
-      if (w.status == Status::Ok) w.status = req->status;
-      reported = true;
-    }
-  }
-  size_t k = 0;
-  while (k < flush_waiters_.size() &&
-         (outstanding_.empty() || outstanding_.min_key() >= flush_waiters_[k].seq)) {
-    flushed.emplace_back(flush_waiters_[k].comp, flush_waiters_[k].status);
-    ++k;
-  }
-  flush_waiters_.erase(flush_waiters_.begin(), flush_waiters_.begin() + k);
+  const bool reported = flush_.end(req->seq, req->status, &flushed) || req->comp != nullptr;
   if (is_error(req->status) && !reported && unreported_error_ == Status::Ok) {
     unreported_error_ = req->status;
   }
@@ -410,6 +396,26 @@ void TcpEp::complete(TcpRequest* req) {
   for (auto& [c, s] : flushed) completion_update(c, s);
 }
 
+bool FlushBook::end(uint64_t seq, Status status,
+                    std::vector<std::pair<Completion*, Status>>* done) {
+  outstanding.erase(seq);
+  bool reached = false;
+  if (is_error(status)) {
+    for (FlushWaiter& w : waiters) {
+      if (w.seq <= seq) continue;
+      if (w.status == Status::Ok) w.status = status;
+      reached = true;
+    }
+  }
+  size_t k = 0;
+  while (k < waiters.size() && !pending_before(waiters[k].seq)) {
+    done->emplace_back(waiters[k].comp, waiters[k].status);
+    ++k;
+  }
+  waiters.erase(waiters.begin(), waiters.begin() + static_cast<std::ptrdiff_t>(k));
+  return reached;
+}
+
 void TcpEp::report_error(Status status) {
   if (error_reported_) return;
   error_reported_ = true;
@@ -419,16 +425,16 @@ void TcpEp::report_error(Status status) {
 Status TcpEp::flush(Completion* comp) {
   if (!iface_) return Status::Canceled;
   const Status err = std::exchange(unreported_error_, Status::Ok);
-  if (outstanding_.empty()) {
+  if (flush_.outstanding.empty()) {
     std::lock_guard guard(lock_);
     return failed_ != Status::Ok ? failed_ : err;
   }
-  if (comp) flush_waiters_.push_back(FlushWaiter{iface_->peek_seq(), comp, err});
+  if (comp) flush_.waiters.push_back(FlushWaiter{iface_->peek_seq(), comp, err});
   return Status::InProgress;
 }
 
 bool TcpEp::fenced() const {
-  return fence_seq_ != 0 && !outstanding_.empty() && outstanding_.min_key() < fence_seq_;
+  return fence_seq_ != 0 && flush_.pending_before(fence_seq_);
 }
 
 Status TcpEp::fence() {
@@ -440,7 +446,7 @@ Status TcpEp::fence() {
 
 Status TcpEp::admit() const {
   if (!iface_) return Status::Canceled;
-  if (fenced() || outstanding_.size() >= max_outstanding_) return Status::NoResource;
+  if (fenced() || flush_.outstanding.size() >= max_outstanding_) return Status::NoResource;
   return Status::Ok;
 }
 
@@ -450,7 +456,7 @@ bool TcpEp::has_room() const {
     std::lock_guard guard(lock_);
     if (failed_ != Status::Ok) return true;
   }
-  return !fenced() && outstanding_.size() < max_outstanding_ && iface_->bounce_available();
+  return !fenced() && flush_.outstanding.size() < max_outstanding_ && iface_->bounce_available();
 }
 
 Status TcpEp::pending_add(PendingReq* req) {

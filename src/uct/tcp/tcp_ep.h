@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -63,6 +64,22 @@ struct FlushWaiter {
   uint64_t seq;  ///< done when no operation with a smaller seq is outstanding
   Completion* comp;
   Status status;
+};
+
+/// Operations not done yet, by sequence number, and the flushes waiting for
+/// those posted before them: an endpoint's and its iface's (user thread).
+struct FlushBook {
+  ucs::SeqMap<std::monostate> outstanding;
+  std::vector<FlushWaiter> waiters;
+
+  /// Whether an operation posted before `seq` is not done yet.
+  bool pending_before(uint64_t seq) const {
+    return !outstanding.empty() && outstanding.min_key() < seq;
+  }
+  /// Operation `seq` ended with `status`. An error goes to every flush
+  /// posted after it (true when there was one); the flushes with nothing
+  /// left before them move to `done`.
+  bool end(uint64_t seq, Status status, std::vector<std::pair<Completion*, Status>>* done);
 };
 
 /// Where an endpoint stands on its primary connection (tcp_wire.h, "Connection
@@ -197,10 +214,9 @@ class TcpEp : public Endpoint, private TcpConnHandler {
   uint64_t yield_timer_ = 0;
 
   // User thread only.
-  ucs::SeqMap<std::monostate> outstanding_;  ///< seqs of tracked requests
+  FlushBook flush_;  ///< the tracked requests and the flushes waiting for them
   size_t striped_outstanding_ = 0;
   uint64_t fence_seq_ = 0;
-  std::vector<FlushWaiter> flush_waiters_;
   Status unreported_error_ = Status::Ok;  ///< of an operation without a completion
   bool error_reported_ = false;
   PendingQueue pending_;

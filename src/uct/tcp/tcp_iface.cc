@@ -111,7 +111,7 @@ TcpIface::~TcpIface() {
     events_.clear();  // only active messages can be left: endpoints took theirs
   }
   if (event_fd_ >= 0) close(event_fd_);
-  for (FlushWaiter& w : std::exchange(flush_waiters_, {})) {
+  for (FlushWaiter& w : std::exchange(flush_.waiters, {})) {
     completion_update(w.comp, Status::Canceled);
   }
 }
@@ -372,24 +372,9 @@ Result<std::unique_ptr<Endpoint>> TcpIface::ep_create(std::span<const uint8_t> d
 }
 
 Status TcpIface::flush(Completion* comp) {
-  if (outstanding_.empty()) return Status::Ok;
-  if (comp) flush_waiters_.push_back(FlushWaiter{next_seq_, comp, Status::Ok});
+  if (flush_.outstanding.empty()) return Status::Ok;
+  if (comp) flush_.waiters.push_back(FlushWaiter{next_seq_, comp, Status::Ok});
   return Status::InProgress;
-}
-
-void TcpIface::untrack(uint64_t seq, Status status,
-                       std::vector<std::pair<Completion*, Status>>* done) {
-  outstanding_.erase(seq);
-  size_t k = 0;
-  for (FlushWaiter& w : flush_waiters_) {
-    if (is_error(status) && w.seq > seq && w.status == Status::Ok) w.status = status;
-  }
-  while (k < flush_waiters_.size() &&
-         (outstanding_.empty() || outstanding_.min_key() >= flush_waiters_[k].seq)) {
-    done->emplace_back(flush_waiters_[k].comp, flush_waiters_[k].status);
-    ++k;
-  }
-  flush_waiters_.erase(flush_waiters_.begin(), flush_waiters_.begin() + k);
 }
 
 }  // namespace mc::uct::tcp

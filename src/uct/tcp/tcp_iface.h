@@ -125,8 +125,10 @@ class TcpIface : public Iface, private TcpConnHandler {
     request_pool_->put(req);
   }
   /// Iface-wide flush bookkeeping of requests (user thread).
-  void track(uint64_t seq) { outstanding_.insert(seq); }
-  void untrack(uint64_t seq, Status status, std::vector<std::pair<Completion*, Status>>* done);
+  void track(uint64_t seq) { flush_.outstanding.insert(seq); }
+  void untrack(uint64_t seq, Status status, std::vector<std::pair<Completion*, Status>>* done) {
+    (void)flush_.end(seq, status, done);
+  }
 
  private:
   TcpIface(TcpMd* md, const IfaceParams& params, const TcpConfig& config, NetDevice dev);
@@ -206,8 +208,7 @@ class TcpIface : public Iface, private TcpConnHandler {
 
   // User thread only.
   uint64_t next_seq_ = 1;
-  ucs::SeqMap<std::monostate> outstanding_;
-  std::vector<FlushWaiter> flush_waiters_;
+  FlushBook flush_;
 };
 
 }  // namespace mc::uct::tcp
