@@ -123,17 +123,16 @@ int run_target(const TeOptions& o) {
   // the look-ups slow down to one each 16 ms: a thread that woke every
   // millisecond cost the two that move the data a context switch each time
   // on a machine with two CPUs (the UCT server's main thread sleeps).
+  // The look after the stop takes what arrived during the last nap.
   size_t notified = 0;
   int nap_ms = 1;
-  while (!g_stop.load() && (!o.duration_given || std::chrono::steady_clock::now() < end)) {
+  for (;;) {
     std::vector<NotifyDesc> got;
     if (engine.getNotifies(got) == 0) notified += got.size();
+    if (g_stop.load() || (o.duration_given && std::chrono::steady_clock::now() >= end)) break;
     nap_ms = got.empty() ? std::min(nap_ms == 0 ? 1 : nap_ms * 2, 16) : 0;
     std::this_thread::sleep_for(std::chrono::milliseconds(nap_ms));
   }
-  // What arrived during the last nap.
-  std::vector<NotifyDesc> got;
-  if (engine.getNotifies(got) == 0) notified += got.size();
   if (notified > 0) std::printf("target: %zu notifications taken\n", notified);
   std::printf("target: done\n");
   return engine.unregisterLocalMemory(buf.data()) == 0 ? 0 : kExitFailed;

@@ -2,7 +2,6 @@
 // RmaOp: put and get slices.
 #include "ucp/proto/rma_op.h"
 
-#include <algorithm>
 #include <cassert>
 
 #include "ucp/core/request_alloc.h"
@@ -67,18 +66,15 @@ std::unique_ptr<PostedSliceOp::Slot> PostedSliceOp::SlotCache::take() {
   return slot;
 }
 
-namespace {
-constexpr size_t kOpAlign = std::max(alignof(PostedSliceOp), alignof(void*));
-using OpBlocks = ucp::detail::BlockCache<sizeof(PostedSliceOp), kOpAlign>;
-}  // namespace
-
 void* PostedSliceOp::operator new(size_t size) {
   assert(size == sizeof(PostedSliceOp));
   (void)size;
-  return OpBlocks::get();
+  return RequestAllocator<PostedSliceOp>().allocate(1);
 }
 
-void PostedSliceOp::operator delete(void* p) { OpBlocks::put(p); }
+void PostedSliceOp::operator delete(void* p) {
+  RequestAllocator<PostedSliceOp>().deallocate(static_cast<PostedSliceOp*>(p), 1);
+}
 
 void PostedSliceOp::SlotCache::give(std::unique_ptr<Slot> slot) {
   if (spare_.size() < kMaxSpare) spare_.push_back(std::move(slot));
