@@ -190,13 +190,40 @@ impl Target {
         assert!(status.success(), "target exited with {}", status);
     }
 
-    /// Sends a signal by kill(1) (no libc crate here): STOP, CONT.
+    /// Sends a signal by kill(1) (no libc crate here): STOP, CONT. After
+    /// STOP it returns once every thread of the target has stopped, as the
+    /// Go and C++ helpers do (kill only queues the signal: on a loaded
+    /// machine the target went on serving a read sent right after it).
     pub fn signal(&self, sig: &str) {
         let status = Command::new("kill")
             .args(["-s", sig, &self.child.id().to_string()])
             .status()
             .expect("run kill");
         assert!(status.success(), "kill -s {} failed", sig);
+        if sig != "STOP" {
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.stopped() {
+            assert!(Instant::now() < deadline, "the target did not stop within 10 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Whether every thread of the target is in the stopped state ('T' in
+    /// /proc/PID/task/TID/stat, after the command name in parentheses).
+    fn stopped(&self) -> bool {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        let entries = match std::fs::read_dir(&tasks) {
+            Ok(e) => e,
+            Err(_) => return false,
+        };
+        entries.flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat"))
+                .ok()
+                .and_then(|stat| stat.rsplit(") ").next().map(|rest| rest.starts_with('T')))
+                .unwrap_or(false)
+        })
     }
 
     pub fn kill(&mut self) {
