@@ -474,6 +474,15 @@ if timeout 30 "$perftest" --limits -s 65536 --footprint 8m > "$tmp/lim" 2>&1 &&
 else
   fail "--limits --footprint"; sed 's/^/      /' "$tmp/lim" | tail -4
 fi
+# The kernel's floor for one transfer of the size: its round trip, a
+# positive time; none at 8 B, whose ping-pong line is that already.
+if grep -Eq 'round trip, 65536 B out, 8 B back: +[0-9]*[1-9][0-9.]* usec' "$tmp/lim" &&
+   timeout 30 "$perftest" --limits > "$tmp/lim8" 2>&1 && grep -q 'ping-pong, 8 B' "$tmp/lim8" &&
+   ! grep -q 'B out, 8 B back' "$tmp/lim8"; then
+  pass "--limits -s 65536: $(grep 'B out' "$tmp/lim" | tr -s ' ')"
+else
+  fail "--limits: the round trip of the size"; sed 's/^/      /' "$tmp/lim" "$tmp/lim8" | tail -8
+fi
 # The kernel's fan-in ceiling: 4 streams into one thread, a positive rate.
 if timeout 30 "$perftest" --limits --senders 4 -s 65536 --footprint 8m > "$tmp/lim" 2>&1 &&
    grep -Eq '4 streams into one thread, 65536-byte writes: +[0-9]*[1-9][0-9.]* MB/s' "$tmp/lim"; then

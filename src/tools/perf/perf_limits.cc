@@ -287,22 +287,27 @@ bool spin_read_all(int fd, uint8_t* p, size_t n) {
   return true;
 }
 
-// 8-byte ping-pong, both ends busy-polling; half the average round trip.
-Result<double> measure_tcp_lat() {
+// Ping-pong of `there` bytes out and 8 back, both ends busy-polling: the
+// shape of a write and its acknowledgement. The average round trip.
+Result<double> measure_tcp_round_trip(size_t there) {
   int a = -1, b = -1;
   MC_RETURN_IF_ERROR(tcp_pair(&a, &b));
-  std::thread echo([b] {
-    uint8_t m[8];
-    while (spin_read_all(b, m, 8) && write_all(b, m, 8)) {
+  std::thread echo([b, there] {
+    std::vector<uint8_t> in(there);
+    const uint8_t ack[8] = {};
+    while (spin_read_all(b, in.data(), there) && write_all(b, ack, sizeof(ack))) {
     }
   });
-  uint8_t m[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<uint8_t> out(there, 0xa5);
+  uint8_t ack[8];
   uint64_t rounds = 0;
   bool ok = true;
-  for (int i = 0; i < 100 && ok; ++i) ok = write_all(a, m, 8) && spin_read_all(a, m, 8);
+  auto round = [&] { return write_all(a, out.data(), there) && spin_read_all(a, ack, sizeof(ack)); };
+  const auto warm = Clock::now();  // 100 rounds, a tenth of a second at most (large sizes)
+  for (int i = 0; i < 100 && ok && Clock::now() - warm < kRunTime / 3; ++i) ok = round();
   const auto t0 = Clock::now();
   while (ok && Clock::now() - t0 < kRunTime) {
-    for (int i = 0; i < 64 && ok; ++i, ++rounds) ok = write_all(a, m, 8) && spin_read_all(a, m, 8);
+    for (int i = 0; i < 64 && ok; ++i, ++rounds) ok = round();
   }
   const double seconds = since(t0);
   shutdown(a, SHUT_RDWR);  // the echo thread sees the end
@@ -310,10 +315,11 @@ Result<double> measure_tcp_lat() {
   close(a);
   close(b);
   if (!ok || rounds == 0) {
-    MC_LOG(error) << "limits: TCP ping-pong over 127.0.0.1 failed: " << ucs::errno_string(errno);
+    MC_LOG(error) << "limits: TCP ping-pong of " << there
+                  << " bytes over 127.0.0.1 failed: " << ucs::errno_string(errno);
     return Status::IoError;
   }
-  return seconds / static_cast<double>(rounds) / 2;
+  return seconds / static_cast<double>(rounds);
 }
 
 }  // namespace
@@ -332,7 +338,11 @@ Result<Limits> measure_limits(size_t size, size_t footprint, unsigned senders) {
     }
   }
   MC_ASSIGN_OR_RETURN(l.tcp_bw, measure_tcp_bw(l.size));
-  MC_ASSIGN_OR_RETURN(l.tcp_lat, measure_tcp_lat());
+  MC_ASSIGN_OR_RETURN(const double rtt8, measure_tcp_round_trip(8));
+  l.tcp_lat = rtt8 / 2;
+  if (l.size > 8) {
+    MC_ASSIGN_OR_RETURN(l.tcp_rtt, measure_tcp_round_trip(l.size));
+  }
   if (senders > 0) {
     l.senders = senders;
     MC_ASSIGN_OR_RETURN(l.tcp_fanin_bw, measure_tcp_fanin_bw(l.size, senders, footprint));

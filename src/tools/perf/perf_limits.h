@@ -15,6 +15,10 @@ struct Limits {
   double memcpy_bw = 0;  ///< bytes per second, memcpy() of `size` bytes
   double tcp_bw = 0;     ///< bytes per second, one TCP stream of `size`-byte writes
   double tcp_lat = 0;    ///< seconds, half the round trip of 8 bytes over TCP, busy-polling
+  /// Seconds, the round trip of `size` bytes out and 8 back over TCP, both
+  /// ends busy-polling: a write and its acknowledgement, the kernel's floor
+  /// for one transfer of `size` bytes (0: `size` is 8 or less).
+  double tcp_rtt = 0;
   size_t footprint = 0;  ///< bytes of each buffer of the cold copy (0: not measured)
   /// Bytes per second, memcpy() of `size` bytes cycling through two buffers
   /// of `footprint` bytes (copy i at offset (i mod n) x size in both): memory
@@ -29,7 +33,7 @@ struct Limits {
   double tcp_fanin_bw = 0;
 };
 
-/// Measures the limits (about a second in all; with a footprint above the
+/// Measures the limits (about a second in all, a third more above 8 bytes; with a footprint above the
 /// size, also the cold copy; with `senders`, also the fan-in, another
 /// second). IoError (logged) when a socket cannot be set up, NoMemory when
 /// the footprint's buffers cannot be had; every wait is bounded.

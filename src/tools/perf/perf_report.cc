@@ -205,6 +205,10 @@ void print_limits(const Limits& l, bool csv) {
   }
   line("kernel TCP 127.0.0.1 ping-pong, 8 B, busy-polling",
        printf_string("%.3f usec (half round trip)", l.tcp_lat * 1e6));
+  if (l.tcp_rtt > 0) {
+    line("kernel TCP 127.0.0.1 round trip, " + size + " B out, 8 B back",
+         printf_string("%.3f usec (busy-polling)", l.tcp_rtt * 1e6));
+  }
   std::fflush(stdout);
 }
 
