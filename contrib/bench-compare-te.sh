@@ -19,7 +19,8 @@
 #              (mc_perftest --limits), and iperf3 where it is installed
 # and te_lat (one task, submit to COMPLETED) next to UCP put latency over the
 # same transport and the same kind of memory (ucp_put_lat --alloc as the TE
-# runs', a round trip: twice its half round trip).
+# runs', a round trip: twice its half round trip) and, over tcp, the kernel's
+# round trip of the same size, in alternating rounds (te_latency).
 # mc_perftest's TE runs warm up one batch per thread before the clock
 # (--warmup_batches 1, its default), as the UCT ceilings warm up (-w): a
 # first touch of the target's pages cost the 2-CPU VM 1.5-4.4 s per GiB.
@@ -162,6 +163,15 @@ run_ceiling() {  # <uct tcp|cma> <op> <block> <footprint>
   cpu_c=("${keep_c[@]}") cpu_s=("${keep_s[@]}")
 }
 
+# round_ratios "<a1 a2 ...>" "<b1 b2 ...>": the median of a_i / b_i.
+round_ratios() {
+  local a b r="" i
+  read -ra a <<< "$1"
+  read -ra b <<< "$2"
+  for ((i = 0; i < ${#a[@]}; i++)); do r+=" $(ratio2 "${a[i]}" "${b[i]:-NA}")"; done
+  echo "${r:-NA}" | median
+}
+
 te_row() {  # <op> <block> <threads>
   local op=$1 bs=$2 th=$3 batch; batch=$(te_row_batch "$bs" "$th")
   local fp=$((bs * batch * th)) mk="" tcp="" def="" ut="" uc=""
@@ -173,8 +183,12 @@ te_row() {  # <op> <block> <threads>
     uc+=" $(run_ceiling cma "$op" "$bs" "$fp")"
   done
   local m; m=$(echo "${mk:-NA}" | median)
+  # The ratios are the median of each round's own: a round's runs are
+  # seconds apart, while two columns' medians can come from different modes
+  # of this VM's loopback (te_latency).
   echo "$op $bs $th $batch $(echo "$tcp" | median) $(echo "$def" | median) $m \
-$(echo "$ut" | median) $(echo "$uc" | median)" >> "$out/te.txt"
+$(echo "$ut" | median) $(echo "$uc" | median) $(round_ratios "$tcp" "$mk") $(round_ratios "$tcp" "$ut") \
+$(round_ratios "$def" "$uc")" >> "$out/te.txt"
   echo "$op $bs $th $batch mooncake:${mk:- NA} | tcp:$tcp | default:$def | uct_tcp:$ut | uct_cma:$uc" \
     >> "$out/te_rounds.txt"
   printf '  te %-5s %9s t%s batch %-4s mc-tcp %9s  mc-default %9s  mooncake %9s  uct-tcp %9s  uct-cma %9s  (%ds)\n' \
@@ -212,36 +226,62 @@ te_limits() {
 # trip x 2 (a write completes when the put is acknowledged: a round trip),
 # with tcp's sockets served in the test threads' progress (UCX's way, the
 # default) and on an event-loop thread (--async thread: the engine's way,
-# so a target that never calls the engine is served).
+# so a target that never calls the engine is served). Over tcp, also the
+# kernel's own round trip of the size out and 8 B back (mc_perftest
+# --limits): this VM's loopback TCP runs in modes that change within
+# seconds (its 64 KiB round trip about 22 us in one, 52 in the other), so
+# the tools alternate in $rounds rounds, each round's te/ucp ratio is taken
+# inside the round, and the row shows the medians.
 te_latency() {
   local n=2000; [ "$quick" = yes ] && n=300
   for sel in tcp default; do
     local proto=() x=()
     [ "$sel" = tcp ] && { proto=(--protocol=tcp); x=(-x tcp); }
     for op in write read; do
-      local log=$out/te_mc_target.log ilog=$out/te_lat.log seg=""
-      start_bg "$log" timeout 300 "$mc" -t te_lat --mode=target --local_server_name=127.0.0.1 \
-        "${proto[@]}" --alloc="$te_alloc" --buffer_size=1m
-      seg=$(mc_segment_of "$log" "$te_pid")
-      timeout 300 "$mc" -t te_lat --segment_id="$seg" --local_server_name=127.0.0.1 "${proto[@]}" \
-        --alloc="$te_alloc" --operation="$op" --iterations=$n > "$ilog" 2>&1
-      stop_bg
-      for s in $te_lat_sizes; do
-        local row; row=$(grep "^result test=te_lat op=$op block=$s " "$ilog")
-        local p50 p99 p999 ucp thr
-        p50=$(echo "$row" | sed -n 's/.* p50_us=\([0-9.]*\).*/\1/p')
-        p99=$(echo "$row" | sed -n 's/.* p99_us=\([0-9.]*\).*/\1/p')
-        p999=$(echo "$row" | sed -n 's/.* p999_us=\([0-9.]*\).*/\1/p')
-        # Registered user memory, as the engine's (sm moves it by CMA).
-        ucp=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc "$te_alloc" "${x[@]}")
-        ucp=$(awk -v v="$ucp" 'BEGIN { print (v == "NA") ? "NA" : sprintf("%.3f", 2 * v) }')
-        server_args=(--async thread)
-        thr=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc "$te_alloc" "${x[@]}" \
-          --async thread)
-        server_args=()
-        thr=$(awk -v v="$thr" 'BEGIN { print (v == "NA") ? "NA" : sprintf("%.3f", 2 * v) }')
-        echo "$sel $op $s ${p50:-NA} ${p99:-NA} ${p999:-NA} $ucp $thr" >> "$out/te_lat.txt"
+      local r
+      rm -f "$out"/te_lat_round.*
+      for ((r = 1; r <= rounds; r++)); do
+        local log=$out/te_mc_target.log ilog=$out/te_lat.log seg=""
+        start_bg "$log" timeout 300 "$mc" -t te_lat --mode=target --local_server_name=127.0.0.1 \
+          "${proto[@]}" --alloc="$te_alloc" --buffer_size=1m
+        seg=$(mc_segment_of "$log" "$te_pid")
+        timeout 300 "$mc" -t te_lat --segment_id="$seg" --local_server_name=127.0.0.1 "${proto[@]}" \
+          --alloc="$te_alloc" --operation="$op" --iterations=$n > "$ilog" 2>&1
+        stop_bg
+        for s in $te_lat_sizes; do
+          local row p50 p99 p999 ucp thr kern=NA
+          row=$(grep "^result test=te_lat op=$op block=$s " "$ilog")
+          p50=$(echo "$row" | sed -n 's/.* p50_us=\([0-9.]*\).*/\1/p')
+          p99=$(echo "$row" | sed -n 's/.* p99_us=\([0-9.]*\).*/\1/p')
+          p999=$(echo "$row" | sed -n 's/.* p999_us=\([0-9.]*\).*/\1/p')
+          # Registered user memory, as the engine's (sm moves it by CMA).
+          ucp=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc "$te_alloc" "${x[@]}")
+          ucp=$(awk -v v="$ucp" 'BEGIN { print (v == "NA") ? "NA" : sprintf("%.3f", 2 * v) }')
+          server_args=(--async thread)
+          thr=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc "$te_alloc" "${x[@]}" \
+            --async thread)
+          server_args=()
+          thr=$(awk -v v="$thr" 'BEGIN { print (v == "NA") ? "NA" : sprintf("%.3f", 2 * v) }')
+          if [ "$sel" = tcp ]; then
+            kern=$("$mc" --limits -s "$s" 2>/dev/null | awk -F: '
+              /ping-pong, 8 B/ { split($2, a, " "); h = a[1] } /round trip, [0-9]+ B out, 8 B back/ { split($2, a, " "); t = a[1] }
+              END { if (t != "") print t; else if (h != "") printf "%.3f\n", 2 * h; else print "NA" }')
+          fi
+          echo "${p50:-NA} ${p99:-NA} ${p999:-NA} $ucp $thr ${kern:-NA} $(ratio2 "${p50:-NA}" "$ucp") $(ratio2 "${p50:-NA}" "$thr")" \
+            >> "$out/te_lat_round.$s"
+        done
       done
+      for s in $te_lat_sizes; do
+        local col=() c
+        for c in 1 2 3 4 5 6 7 8; do
+          col+=("$(awk -v c=$c '{ printf "%s ", $c }' "$out/te_lat_round.$s" | median |
+            awk -v c=$c '{ print ($1 == "NA") ? "NA" : sprintf(c > 6 ? "%.2f" : "%.3f", $1) }')")
+        done
+        echo "$sel $op $s ${col[*]}" >> "$out/te_lat.txt"
+        echo "$sel $op $s rounds (p50 p99 p99.9 ucp-rtt ucp-thr kernel p50/ucp p50/thr): $(tr '\n' '|' < "$out/te_lat_round.$s")" \
+          >> "$out/te_rounds.txt"
+      done
+      rm -f "$out"/te_lat_round.*
     done
   done
 }
@@ -259,6 +299,7 @@ run_te_class() {
   te_latency
 }
 
+fmt2() { awk -v v="$1" 'BEGIN { print (v == "NA" || v == "") ? "NA" : sprintf("%.2f", v) }'; }
 ratio2() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "NA" || b == "NA" || a == "" || b == "" || b <= 0) ? "NA" : sprintf("%.2f", a / b) }'; }
 
 # The te tables and their parsable lines (appended to the array `parsable`).
@@ -271,19 +312,23 @@ report_te_class() {
   echo "cold memcpy and kernel TCP (one stream of block-sized writes) from mc_perftest --limits;"
   echo "mc runs one warm-up batch per thread before its clock (--warmup_batches), as the UCT rows warm up;"
   echo "Mooncake's bench has none: its first batch, which touches the target's pages, is timed."
+  echo "tcp/mk, tcp/uct, def/cma: the median of each round's own ratio; def/cold: of the medians."
   printf '%-5s %9s %2s %5s %10s %10s %10s %6s %10s %10s %10s %10s %6s %6s %6s\n' op block th batch \
     mc-tcp mc-default mooncake tcp/mk uct-tcp uct-cma memcpy-cold kernel-tcp tcp/uct def/cma def/cold
-  while read -r op bs th batch tcp def mk ut uc; do
+  while read -r op bs th batch tcp def mk ut uc rmk rut ruc; do
     local cold ktcp
+    # Rows of an older run have no per-round ratios: the medians' then.
+    [ -n "$rmk" ] || { rmk=$(ratio2 "$tcp" "$mk"); rut=$(ratio2 "$tcp" "$ut"); ruc=$(ratio2 "$def" "$uc"); }
+    rmk=$(fmt2 "$rmk") rut=$(fmt2 "$rut") ruc=$(fmt2 "$ruc")
     cold=$(awk -v s="$bs" '$1 == s { print $4 }' "$out/te_limits.txt" 2>/dev/null)
     ktcp=$(awk -v s="$bs" '$1 == s { print $5 }' "$out/te_limits.txt" 2>/dev/null)
     printf '%-5s %9s %2s %5s %10s %10s %10s %6s %10s %10s %10s %10s %6s %6s %6s\n' "$op" "$bs" "$th" "$batch" \
-      "$tcp" "$def" "$mk" "$(ratio2 "$tcp" "$mk")" "$ut" "$uc" "${cold:-NA}" "${ktcp:-NA}" \
-      "$(ratio2 "$tcp" "$ut")" "$(ratio2 "$def" "$uc")" "$(ratio2 "$def" "$cold")"
-    parsable+=("cmp=te_${op}_tcp_t${th} size=$bs metric=bw_MBps mc=$tcp peer=$mk ratio=$(ratio2 "$tcp" "$mk") batch=$batch peer_tool=mooncake_tcp")
+      "$tcp" "$def" "$mk" "$rmk" "$ut" "$uc" "${cold:-NA}" "${ktcp:-NA}" \
+      "$rut" "$ruc" "$(ratio2 "$def" "$cold")"
+    parsable+=("cmp=te_${op}_tcp_t${th} size=$bs metric=bw_MBps mc=$tcp peer=$mk ratio=$rmk batch=$batch peer_tool=mooncake_tcp")
     parsable+=("cmp=te_${op}_default_t${th} size=$bs metric=bw_MBps mc=$def peer=$mk ratio=$(ratio2 "$def" "$mk") batch=$batch peer_tool=mooncake_tcp")
-    parsable+=("cmp=te_${op}_tcp_vs_uct_tcp_t${th} size=$bs metric=bw_MBps mc=$tcp peer=$ut ratio=$(ratio2 "$tcp" "$ut") batch=$batch")
-    parsable+=("cmp=te_${op}_default_vs_uct_cma_t${th} size=$bs metric=bw_MBps mc=$def peer=$uc ratio=$(ratio2 "$def" "$uc") batch=$batch")
+    parsable+=("cmp=te_${op}_tcp_vs_uct_tcp_t${th} size=$bs metric=bw_MBps mc=$tcp peer=$ut ratio=$rut batch=$batch")
+    parsable+=("cmp=te_${op}_default_vs_uct_cma_t${th} size=$bs metric=bw_MBps mc=$def peer=$uc ratio=$ruc batch=$batch")
     parsable+=("cmp=te_${op}_default_vs_memcpy_cold_t${th} size=$bs metric=bw_MBps mc=$def peer=${cold:-NA} ratio=$(ratio2 "$def" "$cold") batch=$batch")
     parsable+=("cmp=te_${op}_mooncake_vs_kernel_tcp_t${th} size=$bs metric=bw_MBps mc=$mk peer=${ktcp:-NA} ratio=$(ratio2 "$mk" "$ktcp") batch=$batch")
   done < "$out/te.txt"
@@ -300,12 +345,16 @@ report_te_class() {
     echo
     echo "te_lat: one task per batch, usec from submitTransfer to COMPLETED; ucp-rtt: 2 x ucp_put_lat's median"
     echo "half round trip over the same transport (ucp-thr: with --async thread, sockets served by an"
-    echo "event-loop thread as in the engine); over = te p50 - ucp-rtt (the engine's own cost)"
-    printf '%-8s %-5s %6s %9s %9s %9s %9s %9s %9s %6s %6s\n' sel op size p50 p99 p99.9 ucp-rtt ucp-thr over p50/ucp p50/thr
-    while read -r sel op s p50 p99 p999 ucp thr; do
+    echo "event-loop thread as in the engine); kernel: TCP round trip of the size out and 8 B back"
+    echo "(mc_perftest --limits); over = te p50 - ucp-rtt (the engine's own cost); each figure is the"
+    echo "median over $rounds alternating rounds, the ratios the median of each round's own"
+    printf '%-8s %-5s %6s %9s %9s %9s %9s %9s %9s %9s %6s %6s\n' sel op size p50 p99 p99.9 ucp-rtt ucp-thr kernel over p50/ucp p50/thr
+    while read -r sel op s p50 p99 p999 ucp thr kern rucp rthr; do
+      [ -n "$rucp" ] || { rucp=$(ratio2 "$p50" "$ucp"); rthr=$(ratio2 "$p50" "$thr"); }  # an older run's
+      rucp=$(fmt2 "$rucp") rthr=$(fmt2 "$rthr") kern=${kern:-NA}
       local over; over=$(awk -v a="$p50" -v b="$ucp" 'BEGIN { print (a == "NA" || b == "NA") ? "NA" : sprintf("%.3f", a - b) }')
-      printf '%-8s %-5s %6s %9s %9s %9s %9s %9s %9s %6s %6s\n' "$sel" "$op" "$s" "$p50" "$p99" "$p999" "$ucp" "${thr:-NA}" "$over" "$(ratio2 "$p50" "$ucp")" "$(ratio2 "$p50" "${thr:-NA}")"
-      parsable+=("cmp=te_lat_${op}_${sel} size=$s metric=lat_us mc=$p50 peer=$ucp ratio=$(ratio2 "$p50" "$ucp") p99=$p99 p999=$p999 peer_tool=ucp_put_rtt peer_thread=${thr:-NA}")
+      printf '%-8s %-5s %6s %9s %9s %9s %9s %9s %9s %9s %6s %6s\n' "$sel" "$op" "$s" "$p50" "$p99" "$p999" "$ucp" "$thr" "$kern" "$over" "$rucp" "$rthr"
+      parsable+=("cmp=te_lat_${op}_${sel} size=$s metric=lat_us mc=$p50 peer=$ucp ratio=$rucp p99=$p99 p999=$p999 peer_tool=ucp_put_rtt peer_thread=$thr kernel_rtt=$kern")
     done < "$out/te_lat.txt"
   fi
 }
