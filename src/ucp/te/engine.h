@@ -246,8 +246,9 @@ class TransferEngine::Impl {
   void progress_wait(std::unique_lock<std::mutex>& lock, uint64_t wait_ns, bool sockets);
   /// One pass of the worker, the file iface and the queue; how many events.
   unsigned progress_once_locked(uint64_t now);
-  /// A status call's pass, for an unfinished task (progress_once_locked).
-  void caller_progress_locked();
+  /// A status call's pass, for an unfinished task (progress_once_locked);
+  /// whether the caller should yield the CPU once it has dropped the lock.
+  bool caller_progress_locked();
   unsigned post_pending_locked(uint64_t now);  ///< how many tasks it posted
   bool post_task_locked(Task* task, uint64_t now);
   void flush_writes_locked(uint64_t now);
@@ -317,6 +318,7 @@ class TransferEngine::Impl {
   uint64_t last_post_ns_ = 0;                 ///< when submit() last posted tasks itself
   uint64_t caller_poll_ns_ = 0;               ///< when a caller's status pass or post last ended
   uint64_t caller_poll_gap_ns_ = UINT64_MAX;  ///< and the caller's pause before that status call
+  uint64_t caller_events_ns_ = 0;             ///< when a caller's status pass last found events
   bool naps_for_caller_ = false;              ///< the progress thread waits because a caller polls
   /// Writes whose put is posted and whose flush is not, by endpoint, and
   /// those endpoints in posting order (post_pending_locked flushes them).

@@ -36,6 +36,10 @@ constexpr uint64_t kCallerNapNs = 1'000'000;
 /// left to look for without a wake-up is request deadlines and the load
 /// sample. Otherwise it looks every millisecond at most (sm is polled).
 constexpr uint64_t kEventDrivenWaitNs = 10'000'000;
+/// A caller whose status calls have found nothing to progress for this long
+/// since its last completion or submission yields the CPU after each such
+/// call (caller_progress_locked).
+constexpr uint64_t kCallerYieldAfterNs = 50'000;
 
 }  // namespace
 
@@ -174,7 +178,7 @@ int TransferEngine::Impl::submit_locked(Batch& batch, const std::vector<Transfer
 }
 
 int TransferEngine::Impl::status(BatchID id, size_t task_id, TransferStatus& out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto it = batches_.find(id);
   if (it == batches_.end() || task_id >= it->second->tasks.size()) {
     MC_LOG(error) << "transfer engine: getTransferStatus: "
@@ -183,22 +187,26 @@ int TransferEngine::Impl::status(BatchID id, size_t task_id, TransferStatus& out
     return static_cast<int>(Status::NoElem);
   }
   const Task& t = *it->second->tasks[task_id];
-  if (t.status == WAITING || t.status == PENDING) caller_progress_locked();
+  const bool yield = (t.status == WAITING || t.status == PENDING) && caller_progress_locked();
   out.s = t.status;
   out.transferred = t.transferred;
   out.error = static_cast<int>(t.end_error);
+  lock.unlock();
+  if (yield) std::this_thread::yield();
   return 0;
 }
 
 int TransferEngine::Impl::batch_status(BatchID id, std::vector<TransferStatus>& out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto it = batches_.find(id);
   if (it == batches_.end()) return static_cast<int>(Status::NoElem);
-  if (it->second->unfinished != 0) caller_progress_locked();
+  const bool yield = it->second->unfinished != 0 && caller_progress_locked();
   out.clear();
   for (const auto& t : it->second->tasks) {
     out.push_back({t->status, t->transferred, static_cast<int>(t->end_error)});
   }
+  lock.unlock();
+  if (yield) std::this_thread::yield();
   return 0;
 }
 
@@ -453,12 +461,24 @@ unsigned TransferEngine::Impl::progress_once_locked(uint64_t now) {
 // The gap is the caller's own, from the end of its last pass to this call:
 // a pass that takes long (a sanitizer build, a large completion) does not
 // make a caller that polls without pause look like one that does not.
-void TransferEngine::Impl::caller_progress_locked() {
-  if (stop_) return;
+//
+// True when the caller should yield the CPU after its call: its passes have
+// found nothing for kCallerYieldAfterNs since the last completion or
+// submission. A caller that polls a long wait would otherwise keep a CPU
+// from the threads that do the work, its target's among them when they
+// share a host. With 16 initiator processes writing to one target over tcp
+// on the 2-CPU VM, an initiator's first transfer took 36-55 ms and a later
+// one 13-17 ms, against 6-24 and 3.5-6.5 ms with the yield
+// (docs/performance.md). A short wait never yields (te_lat's round trip
+// over tcp is 12-30 us), and a yield with nothing else to run returns at
+// once.
+bool TransferEngine::Impl::caller_progress_locked() {
+  if (stop_) return false;
   const uint64_t now = ucs::monotonic_ns();
   caller_poll_gap_ns_ = now - caller_poll_ns_;
-  progress_once_locked(now);
+  if (progress_once_locked(now) > 0) caller_events_ns_ = now;
   caller_poll_ns_ = ucs::monotonic_ns();
+  return caller_poll_ns_ - std::max(caller_events_ns_, last_post_ns_) > kCallerYieldAfterNs;
 }
 
 void TransferEngine::Impl::wake_progress() {
