@@ -302,7 +302,9 @@ Result<double> measure_tcp_round_trip(size_t there) {
   uint8_t ack[8];
   uint64_t rounds = 0;
   bool ok = true;
-  auto round = [&] { return write_all(a, out.data(), there) && spin_read_all(a, ack, sizeof(ack)); };
+  auto round = [&] {
+    return write_all(a, out.data(), there) && spin_read_all(a, ack, sizeof(ack));
+  };
   const auto warm = Clock::now();  // 100 rounds, a tenth of a second at most (large sizes)
   for (int i = 0; i < 100 && ok && Clock::now() - warm < kRunTime / 3; ++i) ok = round();
   const auto t0 = Clock::now();

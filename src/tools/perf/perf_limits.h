@@ -33,10 +33,11 @@ struct Limits {
   double tcp_fanin_bw = 0;
 };
 
-/// Measures the limits (about a second in all, a third more above 8 bytes; with a footprint above the
-/// size, also the cold copy; with `senders`, also the fan-in, another
-/// second). IoError (logged) when a socket cannot be set up, NoMemory when
-/// the footprint's buffers cannot be had; every wait is bounded.
+/// Measures the limits (about a second in all, a third more above 8 bytes;
+/// with a footprint above the size, also the cold copy; with `senders`,
+/// also the fan-in, another second). IoError (logged) when a socket cannot
+/// be set up, NoMemory when the footprint's buffers cannot be had; every
+/// wait is bounded.
 ucs::Result<Limits> measure_limits(size_t size, size_t footprint = 0, unsigned senders = 0);
 
 }  // namespace mc::perf

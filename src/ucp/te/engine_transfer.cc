@@ -467,11 +467,10 @@ unsigned TransferEngine::Impl::progress_once_locked(uint64_t now) {
 // submission. A caller that polls a long wait would otherwise keep a CPU
 // from the threads that do the work, its target's among them when they
 // share a host. With 16 initiator processes writing to one target over tcp
-// on the 2-CPU VM, an initiator's first transfer took 36-55 ms and a later
-// one 13-17 ms, against 6-24 and 3.5-6.5 ms with the yield
-// (docs/performance.md). A short wait never yields (te_lat's round trip
-// over tcp is 12-30 us), and a yield with nothing else to run returns at
-// once.
+// on the 2-CPU VM, an initiator's first transfer took 38-56 ms without the
+// yield and 10-14 ms with it (docs/performance.md). A short wait never
+// yields (te_lat's round trip over tcp is 12-30 us), and a yield with
+// nothing else to run returns at once.
 bool TransferEngine::Impl::caller_progress_locked() {
   if (stop_) return false;
   const uint64_t now = ucs::monotonic_ns();
