@@ -236,7 +236,7 @@ ts_fanin() {  # <n>
 ts_kernel_fanin() {  # <n>
   local v
   v=$("$mc" --limits --senders "$1" -s "$ts_fan_block" --footprint $(($1 * ts_fan_batch * ts_fan_block)) \
-    2>/dev/null | sed -n 's/.*streams into one thread.*: *\([0-9.]*\) MB\/s.*/\1/p')
+    2>/dev/null | sed -n 's/.*streams\{0,1\} into one thread.*: *\([0-9.]*\) MB\/s.*/\1/p')
   echo "${v:-NA}"
 }
 
