@@ -67,8 +67,10 @@ run_pair() {
   local trc=$?
   echo "$out" | grep -E '^(FAIL|initiator|out-of-bounds)'
   grep '^NOTIFY' "$dest/target.out"
+  # A here-string, not `echo | grep -q`: under pipefail, grep leaving at
+  # its match can end echo with SIGPIPE, and the pair read as failed.
   if [ $irc -ne 0 ] || [ $trc -ne 0 ] || ! grep -q '^NOTIFY ok seed=23$' "$dest/target.out" ||
-    ! echo "$out" | grep -q '^out-of-bounds write ended FAILED$'; then
+    ! grep -q '^out-of-bounds write ended FAILED$' <<< "$out"; then
     echo "FAIL ($tag): initiator exit $irc, target exit $trc"
     sed 's/^/    target: /' "$dest/target.err" | tail -20
     echo "$out" | tail -20 | sed 's/^/    initiator: /'
