@@ -246,8 +246,6 @@ class TransferEngine::Impl {
   void progress_wait(std::unique_lock<std::mutex>& lock, uint64_t wait_ns, bool sockets);
   /// One pass of the worker, the file iface and the queue; how many events.
   unsigned progress_once_locked(uint64_t now);
-  /// mu_ for a status call: tried, with a yield between the tries.
-  std::unique_lock<std::mutex> lock_for_caller();
   /// A status call's pass, for an unfinished task (progress_once_locked);
   /// whether the caller should yield the CPU once it has dropped the lock.
   bool caller_progress_locked();

@@ -177,25 +177,8 @@ int TransferEngine::Impl::submit_locked(Batch& batch, const std::vector<Transfer
   return 0;
 }
 
-// A status call takes the engine's mutex by trying and yielding, not by
-// sleeping on it. Callers that poll from several threads, on a machine with
-// fewer CPUs than busy threads, otherwise hand the mutex to one another
-// through a futex sleep and a wake-up each time, and each wake-up preempts
-// the thread that woke it. te_write of 64 KiB over tcp with two threads on
-// the 2-CPU VM moved a median 1.10-1.16x as much this way (22 alternating
-// pairs, docs/performance.md). The wait is a caller's that polls anyway,
-// and other lockers (the progress thread, submissions) still sleep on mu_.
-std::unique_lock<std::mutex> TransferEngine::Impl::lock_for_caller() {
-  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-  while (!lock.owns_lock()) {
-    std::this_thread::yield();
-    (void)lock.try_lock();
-  }
-  return lock;
-}
-
 int TransferEngine::Impl::status(BatchID id, size_t task_id, TransferStatus& out) {
-  std::unique_lock<std::mutex> lock = lock_for_caller();
+  std::unique_lock<std::mutex> lock(mu_);
   auto it = batches_.find(id);
   if (it == batches_.end() || task_id >= it->second->tasks.size()) {
     MC_LOG(error) << "transfer engine: getTransferStatus: "
@@ -214,7 +197,7 @@ int TransferEngine::Impl::status(BatchID id, size_t task_id, TransferStatus& out
 }
 
 int TransferEngine::Impl::batch_status(BatchID id, std::vector<TransferStatus>& out) {
-  std::unique_lock<std::mutex> lock = lock_for_caller();
+  std::unique_lock<std::mutex> lock(mu_);
   auto it = batches_.find(id);
   if (it == batches_.end()) return static_cast<int>(Status::NoElem);
   const bool yield = it->second->unfinished != 0 && caller_progress_locked();
