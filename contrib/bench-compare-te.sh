@@ -163,6 +163,12 @@ run_ceiling() {  # <uct tcp|cma> <op> <block> <footprint>
   cpu_c=("${keep_c[@]}") cpu_s=("${keep_s[@]}")
 }
 
+# round_column <file> <n>: column n of a file of rounds, one line.
+round_column() { awk -v c="$2" '{ printf "%s ", $c }' "$1"; }
+
+# round_trip <half round trip or NA>: twice it.
+round_trip() { awk -v v="$1" 'BEGIN { print (v == "NA") ? "NA" : sprintf("%.3f", 2 * v) }'; }
+
 # round_ratios "<a1 a2 ...>" "<b1 b2 ...>": the median of a_i / b_i.
 round_ratios() {
   local a b r="" i
@@ -255,30 +261,29 @@ te_latency() {
           p99=$(echo "$row" | sed -n 's/.* p99_us=\([0-9.]*\).*/\1/p')
           p999=$(echo "$row" | sed -n 's/.* p999_us=\([0-9.]*\).*/\1/p')
           # Registered user memory, as the engine's (sm moves it by CMA).
-          ucp=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc "$te_alloc" "${x[@]}")
-          ucp=$(awk -v v="$ucp" 'BEGIN { print (v == "NA") ? "NA" : sprintf("%.3f", 2 * v) }')
+          ucp=$(round_trip "$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 \
+            --alloc "$te_alloc" "${x[@]}")")
           server_args=(--async thread)
-          thr=$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 --alloc "$te_alloc" "${x[@]}" \
-            --async thread)
+          thr=$(round_trip "$(run_tool mc lat "" -t ucp_put_lat -s "$s" -n $n -w 100 \
+            --alloc "$te_alloc" "${x[@]}" --async thread)")
           server_args=()
-          thr=$(awk -v v="$thr" 'BEGIN { print (v == "NA") ? "NA" : sprintf("%.3f", 2 * v) }')
           if [ "$sel" = tcp ]; then
             kern=$("$mc" --limits -s "$s" 2>/dev/null | awk -F: '
               /ping-pong, 8 B/ { split($2, a, " "); h = a[1] } /round trip, [0-9]+ B out, 8 B back/ { split($2, a, " "); t = a[1] }
               END { if (t != "") print t; else if (h != "") printf "%.3f\n", 2 * h; else print "NA" }')
           fi
-          echo "${p50:-NA} ${p99:-NA} ${p999:-NA} $ucp $thr ${kern:-NA} $(ratio2 "${p50:-NA}" "$ucp") $(ratio2 "${p50:-NA}" "$thr")" \
-            >> "$out/te_lat_round.$s"
+          echo "${p50:-NA} ${p99:-NA} ${p999:-NA} $ucp $thr ${kern:-NA}" >> "$out/te_lat_round.$s"
         done
       done
       for s in $te_lat_sizes; do
-        local col=() c
-        for c in 1 2 3 4 5 6 7 8; do
-          col+=("$(awk -v c=$c '{ printf "%s ", $c }' "$out/te_lat_round.$s" | median |
-            awk -v c=$c '{ print ($1 == "NA") ? "NA" : sprintf(c > 6 ? "%.2f" : "%.3f", $1) }')")
+        local f=$out/te_lat_round.$s col=() c
+        for c in 1 2 3 4 5 6; do
+          col+=("$(round_column "$f" $c | median |
+            awk '{ print ($1 == "NA") ? "NA" : sprintf("%.3f", $1) }')")
         done
-        echo "$sel $op $s ${col[*]}" >> "$out/te_lat.txt"
-        echo "$sel $op $s rounds (p50 p99 p99.9 ucp-rtt ucp-thr kernel p50/ucp p50/thr): $(tr '\n' '|' < "$out/te_lat_round.$s")" \
+        echo "$sel $op $s ${col[*]} $(round_ratios "$(round_column "$f" 1)" "$(round_column "$f" 4)")" \
+          "$(round_ratios "$(round_column "$f" 1)" "$(round_column "$f" 5)")" >> "$out/te_lat.txt"
+        echo "$sel $op $s rounds (p50 p99 p99.9 ucp-rtt ucp-thr kernel): $(tr '\n' '|' < "$f")" \
           >> "$out/te_rounds.txt"
       done
       rm -f "$out"/te_lat_round.*
