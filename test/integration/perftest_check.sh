@@ -474,14 +474,26 @@ if timeout 30 "$perftest" --limits -s 65536 --footprint 8m > "$tmp/lim" 2>&1 &&
 else
   fail "--limits --footprint"; sed 's/^/      /' "$tmp/lim" | tail -4
 fi
-# The kernel's floor for one transfer of the size: its round trip, a
-# positive time; none at 8 B, whose ping-pong line is that already.
+# The kernel's floor for one transfer of the size (its round trip) and
+# for a ping-pong of the size: positive times; neither at 8 B, whose
+# ping-pong line is both already.
 if grep -Eq 'round trip, 65536 B out, 8 B back: +[0-9]*[1-9][0-9.]* usec' "$tmp/lim" &&
+   grep -Eq 'ping-pong, 65536 B, busy-polling: +[0-9]*[1-9][0-9.]* usec' "$tmp/lim" &&
    timeout 30 "$perftest" --limits > "$tmp/lim8" 2>&1 && grep -q 'ping-pong, 8 B' "$tmp/lim8" &&
-   ! grep -q 'B out, 8 B back' "$tmp/lim8"; then
-  pass "--limits -s 65536: $(grep 'B out' "$tmp/lim" | tr -s ' ')"
+   [ "$(grep -c 'ping-pong, ' "$tmp/lim8")" = 1 ] && ! grep -q 'B out, 8 B back' "$tmp/lim8"; then
+  pass "--limits -s 65536: $(grep -E 'B out|ping-pong, 65536' "$tmp/lim" | tr -s ' ' | tr '\n' ';')"
 else
-  fail "--limits: the round trip of the size"; sed 's/^/      /' "$tmp/lim" "$tmp/lim8" | tail -8
+  fail "--limits: the round trip and ping-pong of the size"
+  sed 's/^/      /' "$tmp/lim" "$tmp/lim8" | tail -10
+fi
+# A latency test beside the limits: against the kernel's ping-pong of its
+# own size, not of 8 B.
+if timeout 30 "$perftest" -l -x self -t am_lat -s 4096 -D bcopy -n 2000 --limits > "$tmp/limlat" 2>&1 &&
+   grep -Eq 'vs limits +latency [0-9.]+ usec vs kernel TCP ping-pong of 4096 B [0-9]*[1-9][0-9.]* usec' \
+     "$tmp/limlat"; then
+  pass "am_lat -s 4096 --limits: $(grep 'vs limits' "$tmp/limlat" | tr -s ' ')"
+else
+  fail "am_lat -s 4096 --limits: the ping-pong of its size"; sed 's/^/      /' "$tmp/limlat" | tail -6
 fi
 # The kernel's fan-in ceiling: 4 streams into one thread, a positive rate.
 if timeout 30 "$perftest" --limits --senders 4 -s 65536 --footprint 8m > "$tmp/lim" 2>&1 &&

@@ -287,23 +287,23 @@ bool spin_read_all(int fd, uint8_t* p, size_t n) {
   return true;
 }
 
-// Ping-pong of `there` bytes out and 8 back, both ends busy-polling: the
-// shape of a write and its acknowledgement. The average round trip.
-Result<double> measure_tcp_round_trip(size_t there) {
+// Ping-pong of `there` bytes out and `back` bytes back, both ends
+// busy-polling: `back` = 8 is the shape of a write and its acknowledgement,
+// `back` = `there` that of a latency test's ping-pong. The average round trip.
+Result<double> measure_tcp_round_trip(size_t there, size_t back) {
   int a = -1, b = -1;
   MC_RETURN_IF_ERROR(tcp_pair(&a, &b));
-  std::thread echo([b, there] {
+  std::thread echo([b, there, back] {
     std::vector<uint8_t> in(there);
-    const uint8_t ack[8] = {};
-    while (spin_read_all(b, in.data(), there) && write_all(b, ack, sizeof(ack))) {
+    const std::vector<uint8_t> reply(back, 0x5a);
+    while (spin_read_all(b, in.data(), there) && write_all(b, reply.data(), back)) {
     }
   });
-  std::vector<uint8_t> out(there, 0xa5);
-  uint8_t ack[8];
+  std::vector<uint8_t> out(there, 0xa5), reply(back);
   uint64_t rounds = 0;
   bool ok = true;
   auto round = [&] {
-    return write_all(a, out.data(), there) && spin_read_all(a, ack, sizeof(ack));
+    return write_all(a, out.data(), there) && spin_read_all(a, reply.data(), back);
   };
   const auto warm = Clock::now();  // 100 rounds, a tenth of a second at most (large sizes)
   for (int i = 0; i < 100 && ok && Clock::now() - warm < kRunTime / 3; ++i) ok = round();
@@ -317,8 +317,8 @@ Result<double> measure_tcp_round_trip(size_t there) {
   close(a);
   close(b);
   if (!ok || rounds == 0) {
-    MC_LOG(error) << "limits: TCP ping-pong of " << there
-                  << " bytes over 127.0.0.1 failed: " << ucs::errno_string(errno);
+    MC_LOG(error) << "limits: TCP ping-pong of " << there << " bytes out and " << back
+                  << " back over 127.0.0.1 failed: " << ucs::errno_string(errno);
     return Status::IoError;
   }
   return seconds / static_cast<double>(rounds);
@@ -340,10 +340,12 @@ Result<Limits> measure_limits(size_t size, size_t footprint, unsigned senders) {
     }
   }
   MC_ASSIGN_OR_RETURN(l.tcp_bw, measure_tcp_bw(l.size));
-  MC_ASSIGN_OR_RETURN(const double rtt8, measure_tcp_round_trip(8));
+  MC_ASSIGN_OR_RETURN(const double rtt8, measure_tcp_round_trip(8, 8));
   l.tcp_lat = rtt8 / 2;
   if (l.size > 8) {
-    MC_ASSIGN_OR_RETURN(l.tcp_rtt, measure_tcp_round_trip(l.size));
+    MC_ASSIGN_OR_RETURN(l.tcp_rtt, measure_tcp_round_trip(l.size, 8));
+    MC_ASSIGN_OR_RETURN(const double rtt, measure_tcp_round_trip(l.size, l.size));
+    l.tcp_size_lat = rtt / 2;
   }
   if (senders > 0) {
     l.senders = senders;

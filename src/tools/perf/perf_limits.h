@@ -19,6 +19,10 @@ struct Limits {
   /// ends busy-polling: a write and its acknowledgement, the kernel's floor
   /// for one transfer of `size` bytes (0: `size` is 8 or less).
   double tcp_rtt = 0;
+  /// Seconds, half the round trip of `size` bytes each way over TCP, both
+  /// ends busy-polling: the shape of a latency test's ping-pong (0: `size`
+  /// is 8 or less, where tcp_lat is it).
+  double tcp_size_lat = 0;
   size_t footprint = 0;  ///< bytes of each buffer of the cold copy (0: not measured)
   /// Bytes per second, memcpy() of `size` bytes cycling through two buffers
   /// of `footprint` bytes (copy i at offset (i mod n) x size in both): memory
@@ -33,7 +37,7 @@ struct Limits {
   double tcp_fanin_bw = 0;
 };
 
-/// Measures the limits (about a second in all, a third more above 8 bytes;
+/// Measures the limits (about a second in all, two thirds more above 8 bytes;
 /// with a footprint above the size, also the cold copy; with `senders`,
 /// also the fan-in, another second). IoError (logged) when a socket cannot
 /// be set up, NoMemory when the footprint's buffers cannot be had; every

@@ -161,7 +161,7 @@ void Reporter::final(const PerfResult& r, const RunInfo& info, const Limits* lim
   if (limits) {
     // Bandwidth tests against the copy limit of their kind of transport
     // (kernel TCP for network ones, memcpy for the others); latency tests
-    // against busy-polling kernel TCP.
+    // against busy-polling kernel TCP's ping-pong of the same size.
     const char* c = opt_.csv ? "# " : "  ";
     if (test_.type == TestType::Stream) {
       const double limit_bw = info.net ? limits->tcp_bw : limits->memcpy_bw;
@@ -171,10 +171,12 @@ void Reporter::final(const PerfResult& r, const RunInfo& info, const Limits* lim
           c, 100.0 * r.bw_total / limit_bw, info.net ? "kernel TCP" : "memcpy", limit_bw / kMB,
           100.0 * r.bw_total / limits->memcpy_bw, 100.0 * r.bw_total / limits->tcp_bw);
     } else {
+      const double limit_lat = limits->tcp_size_lat > 0 ? limits->tcp_size_lat : limits->tcp_lat;
+      const size_t limit_size = limits->tcp_size_lat > 0 ? limits->size : 8;
       std::printf(
-          "%svs limits    latency %.3f usec vs kernel TCP ping-pong %.3f usec: %.1f%% "
+          "%svs limits    latency %.3f usec vs kernel TCP ping-pong of %zu B %.3f usec: %.1f%% "
           "(above 100%%: faster than kernel TCP)\n",
-          c, r.lat_total * 1e6, limits->tcp_lat * 1e6, 100.0 * limits->tcp_lat / r.lat_total);
+          c, r.lat_total * 1e6, limit_size, limit_lat * 1e6, 100.0 * limit_lat / r.lat_total);
     }
   }
   if (opt_.extra_info && !opt_.csv) {
@@ -208,6 +210,10 @@ void print_limits(const Limits& l, bool csv) {
   if (l.tcp_rtt > 0) {
     line("kernel TCP 127.0.0.1 round trip, " + size + " B out, 8 B back",
          printf_string("%.3f usec (busy-polling)", l.tcp_rtt * 1e6));
+  }
+  if (l.tcp_size_lat > 0) {
+    line("kernel TCP 127.0.0.1 ping-pong, " + size + " B, busy-polling",
+         printf_string("%.3f usec (half round trip)", l.tcp_size_lat * 1e6));
   }
   std::fflush(stdout);
 }
