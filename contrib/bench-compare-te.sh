@@ -5,7 +5,8 @@
 # ceilings of the same run next to them, like with like:
 #   uct_tcp    UCT put_bw / get over tcp/lo, -D zcopy, cycling through a
 #              buffer as large as the TE run's (--footprint batch x threads
-#              x block), the transport mc_perftest -t te_* --protocol=tcp uses
+#              x block), the transport mc_perftest -t te_* --protocol=tcp uses,
+#              for about as long as a TE run (--te-duration)
 #   uct_cma    the same over sm on registered heap memory (CMA), what UCP's
 #              default selection uses between two processes of one host
 # Both ceilings and both sides of every mc TE run take their buffers with
@@ -146,21 +147,35 @@ run_mc_te() {
 # (the whole footprint): the first write to a page costs the VM far more
 # than the next ones (UCT tcp put_bw at 1 MiB over 128 MiB of base pages:
 # 1356-1412 MB/s with 25 warm-up iterations, 5734-6148 with 128).
+# A ceiling then runs about as long as a TE run (te_duration), its count
+# sized by a first, short run of the same test: the TE figure is an average
+# over seconds, and a run of 0.1 s caught one of the VM loopback's two
+# modes (UCT tcp put_bw at 64 KiB over 16 MiB, 6 alternating rounds: runs
+# of 2000 messages, 0.1-0.17 s, read 1353-3462 MB/s; runs of 2.3-3.8 s
+# read 1354-2199; docs/performance.md).
 run_ceiling() {  # <uct tcp|cma> <op> <block> <footprint>
   local test=put_bw; [ "$2" = read ] && test=get
   local n; n=$(iters bw "$3" "")
   local count=${n#-n }; count=${count%% *}
   local slots=$(($4 / $3))
   [ "$count" -lt $((2 * slots)) ] && count=$((2 * slots))
-  n="-n $count -w $((slots > 2 ? slots : 2))"
+  local warm=$((slots > 2 ? slots : 2))
   local args=(-x tcp -d lo --alloc "$te_alloc")
   [ "$1" = cma ] && args=(-x sm --alloc "$te_alloc")
   # Unpinned, as the TE runs are (both tools' targets and initiators).
   local keep_c=("${cpu_c[@]}") keep_s=("${cpu_s[@]}")
   cpu_c=() cpu_s=()
-  # shellcheck disable=SC2086
-  run_tool mc bw "" -t $test -s "$3" $n "${args[@]}" -D zcopy -O 16 --footprint "$4"
+  local first v=NA
+  first=$(run_tool mc bw "" -t $test -s "$3" -n $count -w $warm "${args[@]}" -D zcopy -O 16 \
+    --footprint "$4")
+  if [ "$first" != NA ]; then
+    count=$(awk -v r="$first" -v d="$te_duration" -v b="$3" -v c="$count" \
+      'BEGIN { n = int(r * 1048576 * d / b); print (n > c) ? n : c }')
+    v=$(run_tool mc bw "" -t $test -s "$3" -n $count -w $warm "${args[@]}" -D zcopy -O 16 \
+      --footprint "$4")
+  fi
   cpu_c=("${keep_c[@]}") cpu_s=("${keep_s[@]}")
+  echo "$v"
 }
 
 # round_column <file> <n>: column n of a file of rounds, one line.
@@ -178,27 +193,36 @@ round_ratios() {
   echo "${r:-NA}" | median
 }
 
-te_row() {  # <op> <block> <threads>
+# te_round <op> <block> <threads> <round>: one round of a row, its five
+# figures (mooncake tcp default uct_tcp uct_cma) a line of the row's file.
+te_round() {
   local op=$1 bs=$2 th=$3 batch; batch=$(te_row_batch "$bs" "$th")
-  local fp=$((bs * batch * th)) mk="" tcp="" def="" ut="" uc=""
-  for ((r = 1; r <= rounds; r++)); do
-    [ -n "$mooncake" ] && mk+=" $(run_mooncake "$op" "$bs" "$batch" "$th")"
-    tcp+=" $(run_mc_te tcp "$op" "$bs" "$batch" "$th")"
-    def+=" $(run_mc_te default "$op" "$bs" "$batch" "$th")"
-    ut+=" $(run_ceiling tcp "$op" "$bs" "$fp")"
-    uc+=" $(run_ceiling cma "$op" "$bs" "$fp")"
-  done
-  local m; m=$(echo "${mk:-NA}" | median)
+  local fp=$((bs * batch * th)) mk=NA tcp def ut uc
+  [ -n "$mooncake" ] && mk=$(run_mooncake "$op" "$bs" "$batch" "$th")
+  tcp=$(run_mc_te tcp "$op" "$bs" "$batch" "$th")
+  def=$(run_mc_te default "$op" "$bs" "$batch" "$th")
+  ut=$(run_ceiling tcp "$op" "$bs" "$fp")
+  uc=$(run_ceiling cma "$op" "$bs" "$fp")
+  echo "$mk $tcp $def $ut $uc" >> "$out/te_row.$op.$bs.$th"
+  printf '  te %-5s %9s t%s batch %-4s round %s/%s mc-tcp %9s  mc-default %9s  mooncake %9s  uct-tcp %9s  uct-cma %9s  (%ds)\n' \
+    "$op" "$bs" "$th" "$batch" "$4" "$rounds" "$tcp" "$def" "$mk" "$ut" "$uc" $((SECONDS - start))
+}
+
+# te_row <op> <block> <threads>: the row's medians and ratios from its rounds.
+te_row() {
+  local op=$1 bs=$2 th=$3 batch; batch=$(te_row_batch "$bs" "$th")
+  local f=$out/te_row.$op.$bs.$th mk tcp def ut uc
+  mk=$(round_column "$f" 1) tcp=$(round_column "$f" 2) def=$(round_column "$f" 3)
+  ut=$(round_column "$f" 4) uc=$(round_column "$f" 5)
   # The ratios are the median of each round's own: a round's runs are
   # seconds apart, while two columns' medians can come from different modes
   # of this VM's loopback (te_latency).
-  echo "$op $bs $th $batch $(echo "$tcp" | median) $(echo "$def" | median) $m \
+  echo "$op $bs $th $batch $(echo "$tcp" | median) $(echo "$def" | median) $(echo "$mk" | median) \
 $(echo "$ut" | median) $(echo "$uc" | median) $(round_ratios "$tcp" "$mk") $(round_ratios "$tcp" "$ut") \
 $(round_ratios "$def" "$uc")" >> "$out/te.txt"
-  echo "$op $bs $th $batch mooncake:${mk:- NA} | tcp:$tcp | default:$def | uct_tcp:$ut | uct_cma:$uc" \
+  echo "$op $bs $th $batch mooncake: $mk| tcp: $tcp| default: $def| uct_tcp: $ut| uct_cma: $uc" \
     >> "$out/te_rounds.txt"
-  printf '  te %-5s %9s t%s batch %-4s mc-tcp %9s  mc-default %9s  mooncake %9s  uct-tcp %9s  uct-cma %9s  (%ds)\n' \
-    "$op" "$bs" "$th" "$batch" $(tail -1 "$out/te.txt" | cut -d' ' -f5-9) $((SECONDS - start))
+  rm -f "$f"
 }
 
 # Machine limits at each TE block over the footprint of its largest row:
@@ -295,6 +319,19 @@ run_te_class() {
   rm -f "$out/te.txt" "$out/te_rounds.txt" "$out/te_lanes.txt" "$out/te_limits.txt" "$out/te_lat.txt"
   [ -n "$mooncake" ] && [ ! -x "$mooncake" ] && { echo "  te: $mooncake is not executable: no Mooncake rows"; mooncake=""; }
   [ -n "$mooncake" ] || echo "  te: no Mooncake bench (give --mooncake-bench PATH): its column reads NA"
+  rm -f "$out"/te_row.*
+  # Round after round of every row, not a row's rounds back to back: this
+  # VM's loopback changes mode for seconds to minutes, and a row whose
+  # rounds all fell in one slow spell read 0.74 of UCT where 8 pairs by
+  # hand read 0.64-1.21, median 1.01 (docs/performance.md).
+  local r op bs th
+  for ((r = 1; r <= rounds; r++)); do
+    for op in $te_ops; do
+      for bs in $te_blocks; do
+        for th in $te_threads; do te_round "$op" "$bs" "$th" "$r"; done
+      done
+    done
+  done
   for op in $te_ops; do
     for bs in $te_blocks; do
       for th in $te_threads; do te_row "$op" "$bs" "$th"; done
@@ -312,7 +349,8 @@ report_te_class() {
   [ -s "$out/te.txt" ] || return 0
   echo
   echo "Transfer Engine, batch x block per thread, MB/s with MB = 2^20 B, medians of $rounds alternating rounds;"
-  echo "uct-tcp / uct-cma: UCT put_bw (write) or get (read) -D zcopy -O 16 over the same footprint;"
+  echo "uct-tcp / uct-cma: UCT put_bw (write) or get (read) -D zcopy -O 16 over the same footprint,"
+  echo "  each run about --te-duration ($te_duration s) long, as the TE runs (its count from a short run first);"
   echo "every mc run, TE and UCT, on --alloc $te_alloc buffers ($([ "$te_alloc" = heap ] && echo "huge-page advised" || echo "base pages, as Mooncake's bench's"));"
   echo "cold memcpy and kernel TCP (one stream of block-sized writes) from mc_perftest --limits;"
   echo "mc runs one warm-up batch per thread before its clock (--warmup_batches), as the UCT rows warm up;"
