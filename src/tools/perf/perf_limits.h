@@ -37,7 +37,7 @@ struct Limits {
   double tcp_fanin_bw = 0;
 };
 
-/// Measures the limits (about a second in all, two thirds more above 8 bytes;
+/// Measures the limits (about a second in all, 0.8 s more above 8 bytes;
 /// with a footprint above the size, also the cold copy; with `senders`,
 /// also the fan-in, another second). IoError (logged) when a socket cannot
 /// be set up, NoMemory when the footprint's buffers cannot be had; every
