@@ -165,14 +165,13 @@ run_ceiling() {  # <uct tcp|cma> <op> <block> <footprint>
   # Unpinned, as the TE runs are (both tools' targets and initiators).
   local keep_c=("${cpu_c[@]}") keep_s=("${cpu_s[@]}")
   cpu_c=() cpu_s=()
+  local run=(mc bw "" -t "$test" -s "$3" -w "$warm" "${args[@]}" -D zcopy -O 16 --footprint "$4")
   local first v=NA
-  first=$(run_tool mc bw "" -t $test -s "$3" -n $count -w $warm "${args[@]}" -D zcopy -O 16 \
-    --footprint "$4")
+  first=$(run_tool "${run[@]}" -n "$count")
   if [ "$first" != NA ]; then
     count=$(awk -v r="$first" -v d="$te_duration" -v b="$3" -v c="$count" \
       'BEGIN { n = int(r * 1048576 * d / b); print (n > c) ? n : c }')
-    v=$(run_tool mc bw "" -t $test -s "$3" -n $count -w $warm "${args[@]}" -D zcopy -O 16 \
-      --footprint "$4")
+    v=$(run_tool "${run[@]}" -n "$count")
   fi
   cpu_c=("${keep_c[@]}") cpu_s=("${keep_s[@]}")
   echo "$v"

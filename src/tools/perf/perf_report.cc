@@ -171,12 +171,13 @@ void Reporter::final(const PerfResult& r, const RunInfo& info, const Limits* lim
           c, 100.0 * r.bw_total / limit_bw, info.net ? "kernel TCP" : "memcpy", limit_bw / kMB,
           100.0 * r.bw_total / limits->memcpy_bw, 100.0 * r.bw_total / limits->tcp_bw);
     } else {
-      const double limit_lat = limits->tcp_size_lat > 0 ? limits->tcp_size_lat : limits->tcp_lat;
-      const size_t limit_size = limits->tcp_size_lat > 0 ? limits->size : 8;
+      const bool sized = limits->tcp_size_lat > 0;  // above 8 B
+      const double limit_lat = sized ? limits->tcp_size_lat : limits->tcp_lat;
       std::printf(
           "%svs limits    latency %.3f usec vs kernel TCP ping-pong of %zu B %.3f usec: %.1f%% "
           "(above 100%%: faster than kernel TCP)\n",
-          c, r.lat_total * 1e6, limit_size, limit_lat * 1e6, 100.0 * limit_lat / r.lat_total);
+          c, r.lat_total * 1e6, sized ? limits->size : size_t{8}, limit_lat * 1e6,
+          100.0 * limit_lat / r.lat_total);
     }
   }
   if (opt_.extra_info && !opt_.csv) {
