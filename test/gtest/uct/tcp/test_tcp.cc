@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -231,7 +232,8 @@ class TcpTest : public ::testing::Test {
     return md.ok() ? std::move(*md) : nullptr;
   }
 
-  std::unique_ptr<Iface> open_iface(const Env& env = {}, ErrorHandler handler = {}) {
+  std::unique_ptr<Iface> open_iface(const Env& env = {}, ErrorHandler handler = {},
+                                    ucs::EventLoop* async = nullptr) {
     auto sources = ucs::config::Sources::from(env, {});
     if (!sources.ok()) return nullptr;
     IfaceParams params;
@@ -239,6 +241,7 @@ class TcpTest : public ::testing::Test {
     params.dev_name = "lo";
     params.err_handler = std::move(handler);
     params.sources = &*sources;
+    params.async = async;
     auto iface = md_->iface_open(params);
     return iface.ok() ? std::move(*iface) : nullptr;
   }
@@ -1705,6 +1708,99 @@ TEST_F(TcpTest, PeerThatNeverReadsRepliesIsThrottled) {
     read_replies(sent + 1, sent + 1);
   }
   close(fd);
+}
+
+// Bytes waiting to be read on `fd` once `want` arrived or 2 s passed, and
+// after a further 50 ms in which more could have come.
+int readable_bytes(int fd, int want) {
+  int n = 0;
+  const auto end = std::chrono::steady_clock::now() + 2s;
+  while (ioctl(fd, FIONREAD, &n) == 0 && n < want && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(50ms);
+  return ioctl(fd, FIONREAD, &n) == 0 ? n : -1;
+}
+
+// A fake target's answer to `count` get requests on `fd`: the reply header,
+// then the bytes of `fake` asked for. False at a frame that is not a get
+// request within `fake`.
+bool answer_gets(int fd, const std::vector<uint8_t>& fake, uint64_t fake_addr, int count) {
+  for (int i = 0; i < count; ++i) {
+    auto h = read_header(fd);
+    if (!h.ok() || h->op != wire::Op::GetReq || h->remote_addr < fake_addr ||
+        h->remote_addr - fake_addr + h->get_length > fake.size()) {
+      return false;
+    }
+    wire::FrameHeader reply;
+    reply.op = wire::Op::GetResp;
+    reply.req_id = h->req_id;
+    reply.length = h->get_length;
+    if (!send_header(fd, reply) ||
+        !write_full(fd, fake.data() + (h->remote_addr - fake_addr), h->get_length)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Get requests posted back to back leave together. On a loop the caller
+// drives, the first goes at once and the others wait for the loop's next
+// wait, which writes them all; sent one by one, each cost a system call
+// and a packet on both sides. On a loop with a thread of its own every
+// request leaves with no call to progress(). Either way every get
+// completes with its bytes.
+TEST_F(TcpTest, GetRequestsPostedBackToBackLeaveTogether) {
+  constexpr int kGets = 8;
+  constexpr int kRequest = static_cast<int>(wire::kHeaderSize);
+  for (bool threaded : {false, true}) {
+    SCOPED_TRACE(threaded ? "a loop on its own thread" : "a loop the caller drives");
+    auto loop = ucs::EventLoop::create();
+    ASSERT_TRUE(loop.ok());
+    if (threaded) ASSERT_EQ((*loop)->start(), Status::Ok);
+    auto a = open_iface({{"MC_TCP_CONNS", "1"}}, {}, loop->get());
+    ASSERT_NE(a, nullptr);
+    Region fake = make_region(kGets * 4096, kAccessAll, 31);
+    RawPeer peer;
+    ASSERT_NO_FATAL_FAILURE(raw_peer(*a, &peer));
+    std::vector<uint8_t> dst(kGets * 4096, 0);
+    // One get first, so that the connection is up and nothing waits on it.
+    std::atomic<bool> served{false};
+    std::thread first([&] {
+      served = answer_hello(peer.fd).ok() && answer_gets(peer.fd, fake.buf, fake.addr(), 1);
+    });
+    Iov iov{dst.data(), 4096, nullptr};
+    Comp c0;
+    const Status s0 =
+        finish(peer.ep->get_zcopy(&iov, 1, fake.addr(), *fake.rkey, &c0), c0, {a.get()});
+    first.join();
+    ASSERT_TRUE(served);
+    ASSERT_EQ(s0, Status::Ok);
+
+    std::vector<Comp> done(kGets);
+    for (int i = 0; i < kGets; ++i) {
+      Iov v{dst.data() + i * 4096, 4096, nullptr};
+      ASSERT_EQ(peer.ep->get_zcopy(&v, 1, fake.addr() + i * 4096, *fake.rkey, &done[i]),
+                Status::InProgress);
+    }
+    if (threaded) {
+      EXPECT_EQ(readable_bytes(peer.fd, kGets * kRequest), kGets * kRequest)
+          << "every request left with no call to progress()";
+    } else {
+      EXPECT_EQ(readable_bytes(peer.fd, kRequest), kRequest) << "only the first request left";
+      a->progress();
+      EXPECT_EQ(readable_bytes(peer.fd, kGets * kRequest), kGets * kRequest)
+          << "the loop's next wait sent the rest";
+    }
+    std::thread rest([&] { served = answer_gets(peer.fd, fake.buf, fake.addr(), kGets); });
+    const bool all = progress_until(
+        [&] { return std::all_of(done.begin(), done.end(), [](const Comp& c) { return c.done; }); },
+        {a.get()});
+    rest.join();
+    ASSERT_TRUE(all && served);
+    for (const Comp& c : done) EXPECT_EQ(c.result, Status::Ok);
+    EXPECT_EQ(dst, fake.buf);
+  }
 }
 
 TEST_F(TcpTest, ReplyBeforeTheRequestWasSentIsAProtocolError) {
