@@ -269,8 +269,8 @@ bool TcpConn::send_locked(TxFrame& frame) {
   // once; one posted after it before a caller-driven loop's next wait
   // joins the queue, which that wait sends in one sendmsg (EPOLLOUT). Sent
   // one by one, each request of a batch cost a system call and a packet
-  // through the stack on both sides: reads in batches of 128 moved 1.15-1.26x
-  // as much at 64 KiB and 3x at 4 KiB with the requests queued
+  // through the stack on both sides: reads in batches of 128 moved 1.15-1.27x
+  // as much at 64 KiB and 2.9x at 4 KiB with the requests queued
   // (docs/performance.md). A loop on its own thread would take the queue
   // from there, a thread hop for every read: its requests leave at once.
   const bool hold =
