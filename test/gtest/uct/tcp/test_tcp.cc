@@ -1757,7 +1757,9 @@ TEST_F(TcpTest, GetRequestsPostedBackToBackLeaveTogether) {
     SCOPED_TRACE(threaded ? "a loop on its own thread" : "a loop the caller drives");
     auto loop = ucs::EventLoop::create();
     ASSERT_TRUE(loop.ok());
-    if (threaded) ASSERT_EQ((*loop)->start(), Status::Ok);
+    if (threaded) {
+      ASSERT_EQ((*loop)->start(), Status::Ok);
+    }
     auto a = open_iface({{"MC_TCP_CONNS", "1"}}, {}, loop->get());
     ASSERT_NE(a, nullptr);
     Region fake = make_region(kGets * 4096, kAccessAll, 31);
