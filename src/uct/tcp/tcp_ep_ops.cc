@@ -71,7 +71,7 @@ Status TcpEp::post_rma(TcpRequest* req, wire::Op op, const Iov* iov, size_t iov_
     }
     TxFrame frame(h);
     frame.piece = id;
-    frame.rma = true;
+    frame.get_request = op == wire::Op::GetReq;
     if (op == wire::Op::Put) {
       iovec vec[kMaxIov];
       const uint32_t k = slice_iov(iov, iov_count, offset, length, vec);
