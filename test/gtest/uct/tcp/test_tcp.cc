@@ -1805,6 +1805,73 @@ TEST_F(TcpTest, GetRequestsPostedBackToBackLeaveTogether) {
   }
 }
 
+// Puts posted back to back leave together too, as get requests do: on a
+// loop the caller drives, only the first frame is readable before the
+// loop's next wait, and every put lands and completes on its ack.
+TEST_F(TcpTest, PutsPostedBackToBackLeaveTogether) {
+  constexpr int kPuts = 4;
+  constexpr int kFrame = static_cast<int>(wire::kHeaderSize) + 4096;
+  auto loop = ucs::EventLoop::create();
+  ASSERT_TRUE(loop.ok());
+  auto a = open_iface({{"MC_TCP_CONNS", "1"}}, {}, loop->get());
+  ASSERT_NE(a, nullptr);
+  Region fake = make_region(kPuts * 4096, kAccessAll, 33);
+  RawPeer peer;
+  ASSERT_NO_FATAL_FAILURE(raw_peer(*a, &peer));
+  // One get first, so that the connection is up and nothing waits on it.
+  std::vector<uint8_t> first_get(4096);
+  std::atomic<bool> served{false};
+  std::thread first([&] {
+    served = answer_hello(peer.fd).ok() && answer_gets(peer.fd, fake.buf, fake.addr(), 1);
+  });
+  Iov iov{first_get.data(), first_get.size(), nullptr};
+  Comp c0;
+  const Status s0 =
+      finish(peer.ep->get_zcopy(&iov, 1, fake.addr(), *fake.rkey, &c0), c0, {a.get()});
+  first.join();
+  ASSERT_TRUE(served);
+  ASSERT_EQ(s0, Status::Ok);
+
+  std::vector<uint8_t> src(kPuts * 4096);
+  fill(src, 34);
+  std::vector<Comp> done(kPuts);
+  for (int i = 0; i < kPuts; ++i) {
+    Iov v{src.data() + i * 4096, 4096, nullptr};
+    ASSERT_EQ(peer.ep->put_zcopy(&v, 1, fake.addr() + i * 4096, *fake.rkey, &done[i]),
+              Status::InProgress);
+  }
+  EXPECT_EQ(readable_bytes(peer.fd, kFrame), kFrame) << "only the first put left";
+  a->progress();
+  EXPECT_EQ(readable_bytes(peer.fd, kPuts * kFrame), kPuts * kFrame)
+      << "the loop's next wait sent the rest";
+  std::vector<uint8_t> landed(kPuts * 4096);
+  std::thread rest([&] {
+    for (int i = 0; i < kPuts; ++i) {
+      auto h = read_header(peer.fd);
+      if (!h.ok() || h->op != wire::Op::Put || h->length != 4096 ||
+          h->remote_addr != fake.addr() + uint64_t(i) * 4096 ||
+          !read_full(peer.fd, landed.data() + i * 4096, 4096)) {
+        served = false;
+        return;
+      }
+      wire::FrameHeader ack;
+      ack.op = wire::Op::PutAck;
+      ack.req_id = h->req_id;
+      if (!send_header(peer.fd, ack)) {
+        served = false;
+        return;
+      }
+    }
+  });
+  const bool all = progress_until(
+      [&] { return std::all_of(done.begin(), done.end(), [](const Comp& c) { return c.done; }); },
+      {a.get()});
+  rest.join();
+  ASSERT_TRUE(all && served);
+  for (const Comp& c : done) EXPECT_EQ(c.result, Status::Ok);
+  EXPECT_EQ(landed, src);
+}
+
 TEST_F(TcpTest, ReplyBeforeTheRequestWasSentIsAProtocolError) {
   Errors errors;
   auto a = open_iface({{"MC_TCP_CONNS", "1"}}, errors.handler());
