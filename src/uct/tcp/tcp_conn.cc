@@ -275,9 +275,10 @@ bool TcpConn::send_locked(TxFrame& frame) {
   // 1.7x at 64 KiB writes (docs/performance.md). A loop on its own thread
   // would take the queue from there, a thread hop for every operation: its
   // frames leave at once.
-  const bool hold = frame.rma && !loop_->is_running() && rma_wait_ == loop_->progress_count();
+  const uint64_t wait = frame.burst ? loop_->progress_count() : 0;
+  const bool hold = frame.burst && !loop_->is_running() && burst_wait_ == wait;
   if (!hold && !dead_ && !connecting_ && !broken_ && tx_.empty() && !in_rx_) {
-    if (frame.rma) rma_wait_ = loop_->progress_count();
+    if (frame.burst) burst_wait_ = wait;
     // Straight from the caller's frame: it joins the queue only if the
     // socket does not take all of it.
     iovec vec[kMaxFrameIov + 1];

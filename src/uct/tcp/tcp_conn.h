@@ -42,7 +42,7 @@ struct TxFrame {
   uint64_t piece = 0;                 ///< request id of a put or get piece, 0 for none
   std::shared_ptr<TcpRegion> region;  ///< `data` lies in this region (get replies)
   bool reply = false;                 ///< a target's reply (counted by tx_backlog_limit)
-  bool rma = false;                   ///< a get request or a put of up to 64 KiB: may wait for
+  bool burst = false;                 ///< a get request or a put of up to 64 KiB: may wait for
                                       ///< the ones after it (send_locked)
   std::vector<uint8_t> owned;         ///< the unsent rest of an abandoned frame (see keep_rest)
 
@@ -193,8 +193,8 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   /// when it was written completely (the caller still owns its resources);
   /// false when it was queued (frame_sent() or the owner's cleanup will
   /// see it). A dead connection drops nothing: it queues, for the owner's
-  /// cleanup. A put or get request posted after another one before the
-  /// loop's next wait is queued too: the frames of a burst leave together.
+  /// cleanup. A `burst` frame posted after another one before the loop's
+  /// next wait is queued too: the frames of a burst leave together.
   bool send_locked(TxFrame& frame);
 
   /// Stops reading frames (flow control) until resume_locked().
@@ -258,9 +258,9 @@ class TcpConn : public std::enable_shared_from_this<TcpConn> {
   /// through rx_buf_ and a copy.
   bool rx_large_ = false;
   int broken_errno_ = 0;
-  /// loop_->progress_count() when a put or get request last left at once;
+  /// loop_->progress_count() when a `burst` frame last left at once;
   /// another one before the loop's next wait is queued (send_locked).
-  uint64_t rma_wait_ = UINT64_MAX;
+  uint64_t burst_wait_ = UINT64_MAX;
   uint32_t events_ = 0;  ///< what the loop watches now
   std::deque<TxFrame> tx_;
   size_t replies_queued_ = 0;  ///< frames of tx_ that are replies

@@ -82,7 +82,7 @@ Status TcpEp::post_rma(TcpRequest* req, wire::Op op, const Iov* iov, size_t iov_
     }
     TxFrame frame(h);
     frame.piece = id;
-    frame.rma = op == wire::Op::GetReq || length <= kHeldPutMax;
+    frame.burst = op == wire::Op::GetReq || length <= kHeldPutMax;
     if (op == wire::Op::Put) {
       iovec vec[kMaxIov];
       const uint32_t k = slice_iov(iov, iov_count, offset, length, vec);

@@ -85,6 +85,10 @@ Status finish(Status s, Comp& c, std::initializer_list<Iface*> ifaces) {
   return c.result;
 }
 
+bool all_done(const std::vector<Comp>& comps) {
+  return std::all_of(comps.begin(), comps.end(), [](const Comp& c) { return c.done; });
+}
+
 Status flush_ep(Endpoint& ep, std::initializer_list<Iface*> ifaces) {
   Comp c;
   return finish(ep.flush(&c), c, ifaces);
@@ -204,6 +208,40 @@ Result<uint32_t> answer_hello(int fd, wire::Verdict verdict = wire::Verdict::Own
   return h->get_length;
 }
 
+// Bytes waiting to be read on `fd` once `want` arrived or 2 s passed, and
+// after a further 50 ms in which more could have come.
+int readable_bytes(int fd, int want) {
+  int n = 0;
+  const auto end = std::chrono::steady_clock::now() + 2s;
+  while (ioctl(fd, FIONREAD, &n) == 0 && n < want && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(50ms);
+  return ioctl(fd, FIONREAD, &n) == 0 ? n : -1;
+}
+
+// A fake target's answer to `count` get requests on `fd`: the reply header,
+// then the bytes of `fake` asked for. False at a frame that is not a get
+// request within `fake`.
+bool answer_gets(int fd, const std::vector<uint8_t>& fake, uint64_t fake_addr, int count) {
+  for (int i = 0; i < count; ++i) {
+    auto h = read_header(fd);
+    if (!h.ok() || h->op != wire::Op::GetReq || h->remote_addr < fake_addr ||
+        h->remote_addr - fake_addr + h->get_length > fake.size()) {
+      return false;
+    }
+    wire::FrameHeader reply;
+    reply.op = wire::Op::GetResp;
+    reply.req_id = h->req_id;
+    reply.length = h->get_length;
+    if (!send_header(fd, reply) ||
+        !write_full(fd, fake.data() + (h->remote_addr - fake_addr), h->get_length)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // True when the peer closed `fd` (EOF or reset) within the deadline.
 bool closed_by_peer(int fd) {
   uint8_t b;
@@ -278,6 +316,23 @@ class TcpTest : public ::testing::Test {
     ASSERT_TRUE(wait_readable(p->lfd, 10000));
     p->fd = accept4(p->lfd, nullptr, nullptr, SOCK_CLOEXEC);
     ASSERT_GE(p->fd, 0);
+  }
+
+  // raw_peer(), then the fake target's Hello answer and one get of `fake`
+  // served through progress(): the connection is up and nothing waits on it.
+  void raw_peer_up(Iface& from, RawPeer* p, const Region& fake) {
+    ASSERT_NO_FATAL_FAILURE(raw_peer(from, p));
+    std::atomic<bool> served{false};
+    std::thread target([&] {
+      served = answer_hello(p->fd).ok() && answer_gets(p->fd, fake.buf, fake.addr(), 1);
+    });
+    std::vector<uint8_t> dst(4096);
+    Iov iov{dst.data(), dst.size(), nullptr};
+    Comp c;
+    const Status s = finish(p->ep->get_zcopy(&iov, 1, fake.addr(), *fake.rkey, &c), c, {&from});
+    target.join();
+    ASSERT_TRUE(served);
+    ASSERT_EQ(s, Status::Ok);
   }
 
   Region make_region(size_t size, unsigned access, uint32_t seed = 1) {
@@ -723,7 +778,7 @@ TEST_F(TcpTest, AStreamOfLargeAndSmallPutsLandsByteForByte) {
     }
   }
   ASSERT_TRUE(progress_until(
-      [&] { return std::all_of(comps.begin(), comps.end(), [](const Comp& c) { return c.done; }); },
+      [&] { return all_done(comps); },
       {a.get()}));
   for (const Comp& c : comps) EXPECT_EQ(c.result, Status::Ok);
   EXPECT_EQ(flush_ep(*ep, {a.get()}), Status::Ok);
@@ -1710,40 +1765,6 @@ TEST_F(TcpTest, PeerThatNeverReadsRepliesIsThrottled) {
   close(fd);
 }
 
-// Bytes waiting to be read on `fd` once `want` arrived or 2 s passed, and
-// after a further 50 ms in which more could have come.
-int readable_bytes(int fd, int want) {
-  int n = 0;
-  const auto end = std::chrono::steady_clock::now() + 2s;
-  while (ioctl(fd, FIONREAD, &n) == 0 && n < want && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(1ms);
-  }
-  std::this_thread::sleep_for(50ms);
-  return ioctl(fd, FIONREAD, &n) == 0 ? n : -1;
-}
-
-// A fake target's answer to `count` get requests on `fd`: the reply header,
-// then the bytes of `fake` asked for. False at a frame that is not a get
-// request within `fake`.
-bool answer_gets(int fd, const std::vector<uint8_t>& fake, uint64_t fake_addr, int count) {
-  for (int i = 0; i < count; ++i) {
-    auto h = read_header(fd);
-    if (!h.ok() || h->op != wire::Op::GetReq || h->remote_addr < fake_addr ||
-        h->remote_addr - fake_addr + h->get_length > fake.size()) {
-      return false;
-    }
-    wire::FrameHeader reply;
-    reply.op = wire::Op::GetResp;
-    reply.req_id = h->req_id;
-    reply.length = h->get_length;
-    if (!send_header(fd, reply) ||
-        !write_full(fd, fake.data() + (h->remote_addr - fake_addr), h->get_length)) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // Get requests posted back to back leave together. On a loop the caller
 // drives, the first goes at once and the others wait for the loop's next
 // wait, which writes them all; sent one by one, each cost a system call
@@ -1764,21 +1785,8 @@ TEST_F(TcpTest, GetRequestsPostedBackToBackLeaveTogether) {
     ASSERT_NE(a, nullptr);
     Region fake = make_region(kGets * 4096, kAccessAll, 31);
     RawPeer peer;
-    ASSERT_NO_FATAL_FAILURE(raw_peer(*a, &peer));
+    ASSERT_NO_FATAL_FAILURE(raw_peer_up(*a, &peer, fake));
     std::vector<uint8_t> dst(kGets * 4096, 0);
-    // One get first, so that the connection is up and nothing waits on it.
-    std::atomic<bool> served{false};
-    std::thread first([&] {
-      served = answer_hello(peer.fd).ok() && answer_gets(peer.fd, fake.buf, fake.addr(), 1);
-    });
-    Iov iov{dst.data(), 4096, nullptr};
-    Comp c0;
-    const Status s0 =
-        finish(peer.ep->get_zcopy(&iov, 1, fake.addr(), *fake.rkey, &c0), c0, {a.get()});
-    first.join();
-    ASSERT_TRUE(served);
-    ASSERT_EQ(s0, Status::Ok);
-
     std::vector<Comp> done(kGets);
     for (int i = 0; i < kGets; ++i) {
       Iov v{dst.data() + i * 4096, 4096, nullptr};
@@ -1794,9 +1802,10 @@ TEST_F(TcpTest, GetRequestsPostedBackToBackLeaveTogether) {
       EXPECT_EQ(readable_bytes(peer.fd, kGets * kRequest), kGets * kRequest)
           << "the loop's next wait sent the rest";
     }
+    std::atomic<bool> served{false};
     std::thread rest([&] { served = answer_gets(peer.fd, fake.buf, fake.addr(), kGets); });
     const bool all = progress_until(
-        [&] { return std::all_of(done.begin(), done.end(), [](const Comp& c) { return c.done; }); },
+        [&] { return all_done(done); },
         {a.get()});
     rest.join();
     ASSERT_TRUE(all && served);
@@ -1817,21 +1826,7 @@ TEST_F(TcpTest, PutsPostedBackToBackLeaveTogether) {
   ASSERT_NE(a, nullptr);
   Region fake = make_region(kPuts * 4096, kAccessAll, 33);
   RawPeer peer;
-  ASSERT_NO_FATAL_FAILURE(raw_peer(*a, &peer));
-  // One get first, so that the connection is up and nothing waits on it.
-  std::vector<uint8_t> first_get(4096);
-  std::atomic<bool> served{false};
-  std::thread first([&] {
-    served = answer_hello(peer.fd).ok() && answer_gets(peer.fd, fake.buf, fake.addr(), 1);
-  });
-  Iov iov{first_get.data(), first_get.size(), nullptr};
-  Comp c0;
-  const Status s0 =
-      finish(peer.ep->get_zcopy(&iov, 1, fake.addr(), *fake.rkey, &c0), c0, {a.get()});
-  first.join();
-  ASSERT_TRUE(served);
-  ASSERT_EQ(s0, Status::Ok);
-
+  ASSERT_NO_FATAL_FAILURE(raw_peer_up(*a, &peer, fake));
   std::vector<uint8_t> src(kPuts * 4096);
   fill(src, 34);
   std::vector<Comp> done(kPuts);
@@ -1845,6 +1840,7 @@ TEST_F(TcpTest, PutsPostedBackToBackLeaveTogether) {
   EXPECT_EQ(readable_bytes(peer.fd, kPuts * kFrame), kPuts * kFrame)
       << "the loop's next wait sent the rest";
   std::vector<uint8_t> landed(kPuts * 4096);
+  std::atomic<bool> served{true};
   std::thread rest([&] {
     for (int i = 0; i < kPuts; ++i) {
       auto h = read_header(peer.fd);
@@ -1864,7 +1860,7 @@ TEST_F(TcpTest, PutsPostedBackToBackLeaveTogether) {
     }
   });
   const bool all = progress_until(
-      [&] { return std::all_of(done.begin(), done.end(), [](const Comp& c) { return c.done; }); },
+      [&] { return all_done(done); },
       {a.get()});
   rest.join();
   ASSERT_TRUE(all && served);
