@@ -89,6 +89,14 @@ bool all_done(const std::vector<Comp>& comps) {
   return std::all_of(comps.begin(), comps.end(), [](const Comp& c) { return c.done; });
 }
 
+// Drives `iface` until every completion of `comps` came, then joins the
+// thread that plays the raw peer; true when all came in time.
+bool all_done_then_join(const std::vector<Comp>& comps, Iface& iface, std::thread& peer) {
+  const bool all = progress_until([&] { return all_done(comps); }, {&iface});
+  peer.join();
+  return all;
+}
+
 Status flush_ep(Endpoint& ep, std::initializer_list<Iface*> ifaces) {
   Comp c;
   return finish(ep.flush(&c), c, ifaces);
@@ -1804,11 +1812,7 @@ TEST_F(TcpTest, GetRequestsPostedBackToBackLeaveTogether) {
     }
     std::atomic<bool> served{false};
     std::thread rest([&] { served = answer_gets(peer.fd, fake.buf, fake.addr(), kGets); });
-    const bool all = progress_until(
-        [&] { return all_done(done); },
-        {a.get()});
-    rest.join();
-    ASSERT_TRUE(all && served);
+    ASSERT_TRUE(all_done_then_join(done, *a, rest) && served);
     for (const Comp& c : done) EXPECT_EQ(c.result, Status::Ok);
     EXPECT_EQ(dst, fake.buf);
   }
@@ -1859,11 +1863,7 @@ TEST_F(TcpTest, PutsPostedBackToBackLeaveTogether) {
       }
     }
   });
-  const bool all = progress_until(
-      [&] { return all_done(done); },
-      {a.get()});
-  rest.join();
-  ASSERT_TRUE(all && served);
+  ASSERT_TRUE(all_done_then_join(done, *a, rest) && served);
   for (const Comp& c : done) EXPECT_EQ(c.result, Status::Ok);
   EXPECT_EQ(landed, src);
 }
